@@ -1,0 +1,84 @@
+"""The work behind pypto-run: load data files, run, report, keep the record."""
+from __future__ import annotations
+
+import sys
+
+from ..errors import InputError, MismatchError, UsageError
+from . import load_doc, parse_assignments, save_doc
+
+
+def load_arrays(inputs: str | None, single: list[str]) -> dict:
+    import numpy as np
+    out = {}
+    if inputs:
+        try:
+            with np.load(inputs, allow_pickle=False) as z:
+                out.update({k: z[k] for k in z.files})
+        except FileNotFoundError:
+            raise InputError(f"{inputs}: no such file") from None
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{inputs}: not a readable .npz ({exc})") from None
+    for name, path in parse_assignments(single, "--input", str).items():
+        try:
+            out[name] = np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file") from None
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{path}: not a readable .npy ({exc})") from None
+    return out
+
+
+def fix_dtypes(doc, arrays: dict) -> dict:
+    """bf16 arrays come back from .npy/.npz as 2-byte void or uint16: view them as bf16."""
+    from ..runtime.data import param_types
+    types = param_types(doc)
+    for k, a in arrays.items():
+        t = types.get(k)
+        if t is not None and t.dtype.name == "bf16" and a.dtype.itemsize == 2 and \
+                a.dtype.kind in "Vu":
+            arrays[k] = a.view(t.dtype.np)
+    return arrays
+
+
+def report(rec) -> str:
+    a = rec.body[0].attrs
+    k = rec.attrs.get("kernel", "?")
+    ntasks = len(a["events"])
+    nprog = len({t["program"] for t in a["tasks"]})
+    lines = []
+    if a.get("notice"):
+        lines.append(a["notice"])
+    checks = "; ".join(f"{c['name']}: max abs err {c['max_abs_err']:.3g}"
+                       + (f", {c['mismatches']} mismatches" if not c["ok"] else "")
+                       for c in a["checks"])
+    lines.append(f"{k}: {a['verdict']}" + (f" ({checks})" if checks else ""))
+    comp = a.get("compile") or {}
+    how = f"{a['backend']}, {a['threads']} thread{'s' if a['threads'] != 1 else ''}"
+    if comp:
+        how += ", compile cached" if comp.get("cached") else f", compiled in {comp['seconds']:.2f} s"
+    sizes = ", ".join(f"{s}={v}" for s, v in a["bindings"].items())
+    lines.append(f"{ntasks} task{'s' if ntasks != 1 else ''} of {nprog} program"
+                 f"{'s' if nprog != 1 else ''} in {a['wall_s'] * 1e3:.3f} ms ({how})"
+                 + (f" [{sizes}]" if sizes else ""))
+    return "".join(f"pypto-run: {ln}\n" for ln in lines)
+
+
+def run_main(src, inputs, single, bind, seed, outputs, threads, backend, verify, out, text):
+    from ..driver import run
+    if threads is not None and threads < 1:
+        raise UsageError("--threads must be at least 1")
+    if backend not in (None, "c", "numpy"):
+        raise UsageError(f"unknown backend {backend!r} (known: c, numpy)")
+    doc = load_doc(src)
+    arrays = fix_dtypes(doc, load_arrays(inputs, single))
+    rec = run(doc, inputs=arrays, bind=parse_assignments(bind, "--bind"), seed=seed,
+              threads=threads, backend=backend, verify=verify, outputs_path=outputs)
+    sys.stderr.write(report(rec))
+    keep = out != "-" or not sys.stdout.isatty()
+    if keep:
+        save_doc(rec, out, text, "pypto-run", {"backend": backend, "threads": threads})
+    else:
+        sys.stderr.write("pypto-run: run record not kept (stdout is a terminal); keep it with "
+                         "-o run.msgpack or a pipe into pypto-prof\n")
+    if rec.body[0].attrs["verdict"] == "fail":
+        raise MismatchError("outputs differ from the numpy reference")

@@ -1,0 +1,16 @@
+"""Code generation: PTO listing plus program source (C or numpy) for a scheduled graph."""
+from __future__ import annotations
+
+from ..ir.core import Document, Op, copy_doc
+
+
+def emit(doc: Document, backend: str = "c") -> Document:
+    """A code-level document: the sched document plus a `code` op with listing and source."""
+    from . import c, numpy_backend, pto
+    out = copy_doc(doc, "code")
+    programs = [op for op in out.body if op.name == "program"]
+    render = c.render if backend == "c" else numpy_backend.render
+    attrs = {"backend": backend, "listing": pto.listing(programs),
+             "source": render(out, programs)}
+    out.body.append(Op("code", [], [], attrs, [], None))
+    return out

@@ -1,0 +1,106 @@
+"""PTO virtual-instruction listing of each program: pipe, instruction, operands, valid region.
+
+Instruction names follow the PTO ISA (TLOAD, TSTORE, TADD, TROWMAX, TMATMUL, ...); tiles are
+named by memory space and buffer offset, e.g. UB@0x0400:f32[8, 1024].
+"""
+from __future__ import annotations
+
+from ..ir import expr as E
+from ..ir import ops as O
+
+_MOVES = {"tmov": "TMOV", "tcvt": "TCVT", "treshape": "TRESHAPE", "textract": "TEXTRACT",
+          "texpands": "TEXPANDS"}
+
+
+def listing(programs: list) -> str:
+    out = []
+    for p in programs:
+        out.extend(_program(p))
+        out.append("")
+    return "\n".join(out)
+
+
+def _program(p) -> list[str]:
+    a = p.attrs
+    names: dict = {}
+    lines = [f".program {a['name']}  ; core={a['core']}  ops={','.join(a.get('ops', []))}",
+             f"  .grid g0..g{a['grid_rank'] - 1}" if a["grid_rank"] else "  .grid none",
+             f"  .scalars {' '.join(a['scalars']) or 'none'}"]
+    for op in p.regions[0]:
+        if op.name == "arg":
+            names[op.result] = op.result.name
+            lines.append(f"  .arg {op.result.name} : gm.{op.result.type}")
+    for space, n in sorted(a.get("buffers", {}).items()):
+        lines.append(f"  .buffer {space.upper()} {n} B")
+    for op in p.regions[0]:
+        if op.name != "arg":
+            _instr(op, names, lines, 1)
+    lines.append(".end")
+    return lines
+
+
+def _tile_name(op, names: dict) -> str:
+    t = op.result.type
+    name = f"{t.space.upper()}@0x{op.attrs.get('addr', 0):05x}"
+    names[op.result] = name
+    return name
+
+
+def _fmt_box(offsets, valid) -> str:
+    return "[" + ", ".join(E.to_str(o) for o in offsets) + "] valid [" + \
+        ", ".join(E.to_str(v) for v in valid) + "]"
+
+
+def _instr(op, names: dict, lines: list, depth: int) -> None:
+    ind = "  " * depth
+    n, a = op.name, op.attrs
+    if n == "tile":
+        name = _tile_name(op, names)
+        lines.append(f"{ind}.tile {name} : {op.result.type.dtype}{list(op.result.type.shape)}")
+        return
+    if n == "for":
+        lines.append(f"{ind}LOOP {a['var']} = {E.to_str(a['start'])} .. {E.to_str(a['stop'])} "
+                     f"step {E.to_str(a['step'])}")
+        for inner in op.regions[0]:
+            _instr(inner, names, lines, depth + 1)
+        lines.append(f"{ind}ENDLOOP {a['var']}")
+        return
+    pipe = a.get("pipe", "?")
+    ops = [names.get(v, getattr(v, "name", "?")) for v in op.operands]
+    if n == "tload":
+        text = f"TLOAD {ops[0]}, {ops[1]}{_fmt_box(a['offsets'], a['valid'])}"
+    elif n == "tstore":
+        text = f"TSTORE {ops[1]}{_fmt_box(a['offsets'], a['valid'])}, {ops[0]}"
+    elif n == "treduce":
+        src = op.operands[1].type
+        dims = a["dims"]
+        if dims == [src.rank - 1]:
+            mnem = O.REDUCE[{"sum": "sum", "max": "amax", "min": "amin"}[a["kind"]]][3]
+        elif dims == [0] and src.rank == 2:
+            mnem = O.REDUCE[{"sum": "sum", "max": "amax", "min": "amin"}[a["kind"]]][4]
+        else:
+            mnem = f"TREDUCE{a['kind'].upper()}"
+        text = f"{mnem} {ops[0]}, {ops[1]}  ; dims {dims}, valid [" + \
+            ", ".join(E.to_str(v) for v in a["valid"]) + "]"
+    elif n == "tmatmul":
+        text = f"TMATMUL[_ACC] {', '.join(ops)}  ; fresh when {E.to_str(a['init'])}, " \
+               f"k valid {E.to_str(a['k_valid'])}"
+    elif n in _MOVES:
+        extra = f"  ; offsets {[E.to_str(o) for o in a['offsets']]}" if "offsets" in a else ""
+        if n == "texpands":
+            extra = f"  ; value {a['value']}"
+        text = f"{_MOVES[n]} {', '.join(ops)}{extra}"
+    elif n.startswith("t") and n[1:] in O.ELEMENTWISE:
+        base = O.ELEMENTWISE[n[1:]].pto
+        if "scalar" in a:
+            s = a["scalar"]
+            s = E.to_str(s) if isinstance(s, E.Expr) else repr(s)
+            text = f"{base}S {', '.join(ops)}, #{s}" + \
+                ("  ; scalar on the left" if a.get("scalar_side") == "lhs" else "")
+        else:
+            shapes = {v.type.shape for v in op.operands}
+            suffix = "  ; broadcast" if len(shapes) > 1 else ""
+            text = f"{base} {', '.join(ops)}{suffix}"
+    else:
+        text = f"{n.upper()} {', '.join(ops)}"
+    lines.append(f"{ind}{pipe:<5} {text}")

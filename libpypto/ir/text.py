@@ -1,0 +1,442 @@
+"""The text form of IR files (what `-S` writes, golden tests compare and people read).
+
+    pypto-ir 1.0 tensor
+    producer "pypto-trace" {kernel="softmax"}
+    module {kernel="softmax"}
+    %x = param {index=0, role="input"} : f32[N, 1024] @softmax.py:4
+    %0 = amax %x {dims=[1], keepdim=true, tile=[8, 1024]} : f32[N, 1] @softmax.py:7
+    loop {var="i0", start=0, stop=N, step=1} @softmax.py:9 {
+      ...
+    }
+
+One line per op: results, name, operands, {attrs}, ": " result types, "@file:line", then
+regions in braces. Attribute values are ints, floats, "strings", triple-quoted strings,
+b64"bytes", true/false/null, [lists], {dicts} and bare symbolic expressions (N // 8 + 1).
+Lines starting with # are comments. parse(print(doc)) rebuilds the same document.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+
+from . import expr as E
+from .core import FORMAT, LEVELS, Document, Loc, Op, Value
+from .types import DTYPES, SPACES, ScalarType, TensorType, TileType
+
+ISOLATED = ("source", "program")   # ops whose regions have their own value namespace
+_BARE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*$")
+_BARE_FILE = re.compile(r"[A-Za-z_][A-Za-z_0-9.]*$")
+
+
+class TextError(ValueError):
+    """Malformed text IR; the message starts with the line number."""
+
+
+# -- printing -------------------------------------------------------------------------------
+
+def print_doc(doc: Document) -> str:
+    p = _Printer()
+    out = [f"{FORMAT} {doc.version[0]}.{doc.version[1]} {doc.level}"]
+    for entry in doc.producer:
+        out.append(f'producer {fmt_attr(entry["tool"])} {fmt_attrs(entry.get("options", {}))}')
+    if doc.attrs:
+        out.append(f"module {fmt_attrs(doc.attrs)}")
+    for op in doc.body:
+        p.op(op, 0, out)
+    return "\n".join(out) + "\n"
+
+
+class _Printer:
+    def __init__(self):
+        self.names: dict[Value, str] = {}
+        self.used: set[str] = set()
+        self.counter = 0
+
+    def define(self, v: Value) -> str:
+        if v.name:
+            base = v.name if _BARE.match(v.name) else "v_" + re.sub(r"\W", "_", v.name)
+            name, k = base, 2
+            while name in self.used:
+                name, k = f"{base}_{k}", k + 1
+        else:
+            name = str(self.counter)
+            self.counter += 1
+        self.used.add(name)
+        self.names[v] = name
+        return "%" + name
+
+    def ref(self, v: Value) -> str:
+        try:
+            return "%" + self.names[v]
+        except KeyError:
+            raise TextError(f"value {v!r} is used before it is defined") from None
+
+    def op(self, op: Op, depth: int, out: list) -> None:
+        parts = []
+        operands = ", ".join(self.ref(v) for v in op.operands)
+        if op.results:
+            parts.append(", ".join(self.define(r) for r in op.results) + " =")
+        parts.append(op.name)
+        if operands:
+            parts.append(operands)
+        if op.attrs:
+            parts.append(fmt_attrs(op.attrs))
+        if op.results:
+            parts.append(": " + ", ".join(str(r.type) for r in op.results))
+        if op.loc is not None:
+            f = op.loc.file if _BARE_FILE.match(op.loc.file) else json.dumps(op.loc.file)
+            parts.append(f"@{f}:{op.loc.line}")
+        line = "  " * depth + " ".join(parts)
+        if not op.regions:
+            out.append(line)
+            return
+        out.append(line + " {")
+        saved = (self.names, self.used, self.counter) if op.name in ISOLATED else None
+        if saved:
+            self.names, self.used, self.counter = {}, set(), 0
+        for i, region in enumerate(op.regions):
+            if i:
+                out.append("  " * depth + "} {")
+            for inner in region:
+                self.op(inner, depth + 1, out)
+        if saved:
+            self.names, self.used, self.counter = saved
+        out.append("  " * depth + "}")
+
+
+def fmt_attrs(attrs: dict) -> str:
+    return "{" + ", ".join(f"{_fmt_key(k)}={fmt_attr(attrs[k])}" for k in sorted(attrs)) + "}"
+
+
+def _fmt_key(k: str) -> str:
+    return k if _BARE.match(k) and k not in _KEYWORDS else json.dumps(k)
+
+
+_KEYWORDS = {"true", "false", "null", "inf", "nan", "and", "or", "not"}
+
+
+def fmt_attr(v) -> str:
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if v is None:
+        return "null"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        r = repr(v)
+        return r if any(c in r for c in ".eni") else r + ".0"
+    if isinstance(v, str):
+        if "\n" in v and '"""' not in v and not v.endswith('"'):
+            return '"""' + v + '"""'
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, bytes):
+        return 'b64"' + base64.b64encode(v).decode() + '"'
+    if isinstance(v, E.Expr):
+        return E.to_str(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(fmt_attr(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return fmt_attrs(v)
+    raise TypeError(f"attribute value of type {type(v).__name__} cannot be printed: {v!r}")
+
+
+# -- parsing --------------------------------------------------------------------------------
+
+_TOKENS = re.compile(r'''
+    (?P<ws>[ \t\r]+)
+  | (?P<comment>\#[^\n]*)
+  | (?P<nl>\n)
+  | (?P<triple>"""(?:.|\n)*?""")
+  | (?P<b64>b64"[A-Za-z0-9+/=]*")
+  | (?P<str>"(?:[^"\\\n]|\\.)*")
+  | (?P<float>\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)
+  | (?P<int>\d+)
+  | (?P<val>%[A-Za-z_0-9]+)
+  | (?P<name>[A-Za-z_][A-Za-z_0-9.]*)
+  | (?P<op>//|<=|>=|==|!=|[-+*%()<>,=:{}\[\]@])
+''', re.VERBOSE)
+
+
+def tokenize(text: str) -> list:
+    toks, pos, line = [], 0, 1
+    while pos < len(text):
+        m = _TOKENS.match(text, pos)
+        if not m:
+            raise TextError(f"line {line}: unexpected character {text[pos]!r}")
+        kind, s = m.lastgroup, m.group()
+        if kind == "nl":
+            toks.append(("nl", "\n", line))
+        elif kind not in ("ws", "comment"):
+            toks.append((kind, s, line))
+        line += s.count("\n")
+        pos = m.end()
+    toks.append(("nl", "\n", line))
+    return toks
+
+
+def parse_doc(text: str) -> Document:
+    lines = text.split("\n")
+    hdr_idx = next((i for i, ln in enumerate(lines)
+                    if ln.strip() and not ln.lstrip().startswith("#")), None)
+    if hdr_idx is None:
+        raise TextError("empty input: no 'pypto-ir' header line")
+    m = re.match(r"\s*pypto-ir (\d+)\.(\d+) (\w+)\s*$", lines[hdr_idx])
+    if not m:
+        raise TextError(f"line {hdr_idx + 1}: expected the header 'pypto-ir <major>.<minor> <level>'")
+    version, level = (int(m.group(1)), int(m.group(2))), m.group(3)
+    if level not in LEVELS:
+        raise TextError(f"line {hdr_idx + 1}: unknown level {level!r} (known: {', '.join(LEVELS)})")
+    body_text = "\n" * (hdr_idx + 1) + "\n".join(lines[hdr_idx + 1:])
+    p = _Parser(tokenize(body_text))
+    doc = Document(level, version=version)
+    p.document(doc)
+    return doc
+
+
+class _Parser:
+    def __init__(self, toks):
+        self.toks, self.pos = toks, 0
+        self.values: dict[str, Value] = {}
+
+    # token helpers
+    def peek(self, k: int = 0):
+        return self.toks[min(self.pos + k, len(self.toks) - 1)]
+
+    def take(self):
+        t = self.peek()
+        self.pos += 1
+        return t
+
+    def error(self, msg: str, tok=None):
+        tok = tok or self.peek()
+        return TextError(f"line {tok[2]}: {msg}")
+
+    def expect(self, s: str):
+        t = self.take()
+        if t[1] != s or t[0] in ("str", "triple"):
+            raise self.error(f"expected {s!r}, got {t[1]!r}", t)
+        return t
+
+    def skip_nl(self):
+        while self.pos < len(self.toks) and self.peek()[0] == "nl":
+            self.pos += 1
+
+    def at_end(self) -> bool:
+        return self.pos >= len(self.toks)
+
+    # grammar
+    def document(self, doc: Document) -> None:
+        while True:
+            self.skip_nl()
+            if self.at_end():
+                return
+            t = self.peek()
+            if t == ("name", "producer", t[2]):
+                self.take()
+                tool = self.attr_value()
+                opts = self.attr_dict() if self.peek()[1] == "{" else {}
+                doc.producer.append({"tool": tool, "options": opts})
+            elif t == ("name", "module", t[2]):
+                self.take()
+                doc.attrs = self.attr_dict()
+            else:
+                doc.body.append(self.op())
+
+    def op(self) -> Op:
+        result_names = []
+        if self.peek()[0] == "val":
+            result_names.append(self.take()[1][1:])
+            while self.peek()[1] == ",":
+                self.take()
+                result_names.append(self.expect_val())
+            self.expect("=")
+        t = self.take()
+        if t[0] != "name":
+            raise self.error(f"expected an op name, got {t[1]!r}", t)
+        name = t[1]
+        operands = []
+        if self.peek()[0] == "val":
+            operands.append(self.lookup(self.take()))
+            while self.peek()[1] == "," and self.peek(1)[0] == "val":
+                self.take()
+                operands.append(self.lookup(self.take()))
+        attrs = {}
+        if self.peek()[1] == "{" and self.peek(1)[0] != "nl":
+            attrs = self.attr_dict()
+        types = []
+        if self.peek()[1] == ":":
+            self.take()
+            types.append(self.type())
+            while self.peek()[1] == ",":
+                self.take()
+                types.append(self.type())
+        if len(types) != len(result_names):
+            raise self.error(f"{name}: {len(result_names)} results but {len(types)} types")
+        loc = None
+        if self.peek()[1] == "@":
+            self.take()
+            f = self.take()
+            fname = json.loads(f[1]) if f[0] == "str" else f[1]
+            self.expect(":")
+            ln = self.take()
+            if ln[0] != "int":
+                raise self.error("expected a line number after the file in a location", ln)
+            loc = Loc(fname, int(ln[1]))
+        results = []
+        for rn, ty in zip(result_names, types):
+            v = Value(ty, None if rn.isdigit() else rn)
+            if rn in self.values:
+                raise self.error(f"value %{rn} is defined twice")
+            self.values[rn] = v
+            results.append(v)
+        regions = []
+        saved = self.values if name in ISOLATED else None
+        if saved is not None:
+            self.values = {}
+        while self.peek()[1] == "{" and self.peek(1)[0] == "nl":
+            self.take()
+            region = []
+            while True:
+                self.skip_nl()
+                if self.at_end():
+                    raise self.error(f"region of {name} is not closed")
+                if self.peek()[1] == "}":
+                    self.take()
+                    break
+                region.append(self.op())
+            regions.append(region)
+        if saved is not None:
+            self.values = saved
+        if self.peek()[0] != "nl":
+            raise self.error(f"unexpected {self.peek()[1]!r} after op {name}")
+        return Op(name, operands, results, attrs, regions, loc)
+
+    def expect_val(self) -> str:
+        t = self.take()
+        if t[0] != "val":
+            raise self.error(f"expected a %value, got {t[1]!r}", t)
+        return t[1][1:]
+
+    def lookup(self, t) -> Value:
+        try:
+            return self.values[t[1][1:]]
+        except KeyError:
+            raise self.error(f"use of undefined value {t[1]}", t) from None
+
+    def type(self):
+        t = self.take()
+        if t[0] != "name":
+            raise self.error(f"expected a type, got {t[1]!r}", t)
+        parts = t[1].split(".")
+        if parts[0] == "scalar" and len(parts) == 2 and parts[1] in DTYPES:
+            return ScalarType(DTYPES[parts[1]])
+        if len(parts) == 1 and parts[0] in DTYPES:
+            return TensorType(DTYPES[parts[0]], tuple(self.shape()))
+        if len(parts) == 2 and parts[0] in SPACES and parts[1] in DTYPES:
+            shape = self.shape()
+            if not all(isinstance(d, int) for d in shape):
+                raise self.error("a tile shape must be static ints", t)
+            return TileType(parts[0], DTYPES[parts[1]], tuple(shape))
+        raise self.error(f"unknown type {t[1]!r}", t)
+
+    def shape(self) -> list:
+        self.expect("[")
+        dims = []
+        while self.peek()[1] != "]":
+            dims.append(self.expr())
+            if self.peek()[1] == ",":
+                self.take()
+        self.take()
+        return dims
+
+    def expr(self):
+        # hand the expression tokens to the shared expression parser
+        p = E.ExprParser(_ExprView(self.toks), self.pos)
+        try:
+            e = p.expr()
+        except E.ExprSyntaxError as exc:
+            raise self.error(str(exc)) from None
+        self.pos = p.pos
+        return e
+
+    def attr_dict(self) -> dict:
+        self.expect("{")
+        out = {}
+        while self.peek()[1] != "}":
+            k = self.take()
+            if k[0] not in ("name", "str"):
+                raise self.error(f"expected an attribute name, got {k[1]!r}", k)
+            key = json.loads(k[1]) if k[0] == "str" else k[1]
+            self.expect("=")
+            out[key] = self.attr_value()
+            if self.peek()[1] == ",":
+                self.take()
+            elif self.peek()[1] != "}":
+                raise self.error(f"expected ',' or '}}' in attributes, got {self.peek()[1]!r}")
+        self.take()
+        return out
+
+    def attr_value(self):
+        t = self.peek()
+        kind, s = t[0], t[1]
+        if s == "{" and kind == "op":
+            return self.attr_dict()
+        if s == "[" and kind == "op":
+            self.take()
+            items = []
+            while self.peek()[1] != "]":
+                items.append(self.attr_value())
+                if self.peek()[1] == ",":
+                    self.take()
+                elif self.peek()[1] != "]":
+                    raise self.error(f"expected ',' or ']' in a list, got {self.peek()[1]!r}")
+            self.take()
+            return items
+        if kind == "str":
+            self.take()
+            return json.loads(s)
+        if kind == "triple":
+            self.take()
+            return s[3:-3]
+        if kind == "b64":
+            self.take()
+            return base64.b64decode(s[4:-1])
+        if kind == "float":
+            self.take()
+            return float(s)
+        if kind == "name" and s in ("true", "false", "null", "inf", "nan"):
+            self.take()
+            return {"true": True, "false": False, "null": None,
+                    "inf": math.inf, "nan": math.nan}[s]
+        if s == "-" and self.peek(1)[0] == "float":
+            self.take()
+            return -float(self.take()[1])
+        if s == "-" and self.peek(1)[1] == "inf":
+            self.take()
+            self.take()
+            return -math.inf
+        return self.expr()
+
+
+class _ExprView:
+    """Presents text tokens to ExprParser as (kind, text) pairs; stops at non-expression tokens."""
+
+    _STOP = {"nl", "str", "triple", "b64", "float", "val"}
+
+    def __init__(self, toks):
+        self.toks = toks
+
+    def __len__(self):
+        return len(self.toks)
+
+    def __getitem__(self, i):
+        kind, s, _ = self.toks[i]
+        if kind in self._STOP or s in ("{", "}", "[", "]", "=", ":", "@"):
+            return ("end", s)
+        return ("int" if kind == "int" else "name" if kind == "name" else "op", s)

@@ -1,0 +1,135 @@
+"""Element types, tensor types (GM, symbolic shape) and tile types (on-chip, static shape)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import expr as E
+
+
+@dataclass(frozen=True)
+class DType:
+    """An element type. `name` is the IR spelling; `api` the op-file spelling (DT_FP32)."""
+
+    name: str
+    api: str
+    itemsize: int
+    kind: str          # "float", "int", "bool"
+    np_name: str       # numpy / ml_dtypes name
+    c_type: str        # storage type in emitted C
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"pypto.{self.api}"
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def np(self):
+        """The numpy dtype (bf16 through ml_dtypes)."""
+        import numpy as np
+        if self.np_name == "bfloat16":
+            import ml_dtypes
+            return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(self.np_name)
+
+
+DTYPES = {d.name: d for d in [
+    DType("f32", "DT_FP32", 4, "float", "float32", "float"),
+    DType("f16", "DT_FP16", 2, "float", "float16", "_Float16"),
+    DType("bf16", "DT_BF16", 2, "float", "bfloat16", "uint16_t"),
+    DType("i8", "DT_INT8", 1, "int", "int8", "int8_t"),
+    DType("i16", "DT_INT16", 2, "int", "int16", "int16_t"),
+    DType("i32", "DT_INT32", 4, "int", "int32", "int32_t"),
+    DType("i64", "DT_INT64", 8, "int", "int64", "int64_t"),
+    DType("u8", "DT_UINT8", 1, "int", "uint8", "uint8_t"),
+    DType("bool", "DT_BOOL", 1, "bool", "bool", "uint8_t"),
+]}
+F32, F16, BF16, I32, I64, BOOL = (DTYPES[n] for n in ("f32", "f16", "bf16", "i32", "i64", "bool"))
+
+
+def dtype(name: str) -> DType:
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise ValueError(f"unknown dtype {name!r} (known: {', '.join(DTYPES)})") from None
+
+
+def from_numpy(np_dtype) -> DType:
+    name = str(np_dtype)
+    for d in DTYPES.values():
+        if d.np_name == name:
+            return d
+    raise ValueError(f"numpy dtype {name} has no pypto equivalent "
+                     f"(supported: {', '.join(d.np_name for d in DTYPES.values())})")
+
+
+# Memory spaces, as in PTO: GM (HBM), UB (vector buffer), L1, L0A, L0B, L0C
+SPACES = ("gm", "ub", "l1", "l0a", "l0b", "l0c")
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """A tensor in global memory: element type and a shape of ints and symbolic Exprs."""
+
+    dtype: DType
+    shape: tuple
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{', '.join(E.to_str(d) for d in self.shape)}]"
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def numel(self) -> E.Ex:
+        return E.mul(*self.shape) if self.shape else 1
+
+
+@dataclass(frozen=True)
+class TileType:
+    """A tile in an on-chip buffer: memory space, element type and a static shape."""
+
+    space: str
+    dtype: DType
+    shape: tuple
+
+    def __str__(self) -> str:
+        return f"{self.space}.{self.dtype}[{', '.join(str(d) for d in self.shape)}]"
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        n = self.dtype.itemsize
+        for d in self.shape:
+            n *= d
+        return n
+
+    def padded_nbytes(self, align: int = 32) -> int:
+        """Bytes when each row (last dim) is padded to the alignment, as the buffers store it."""
+        if not self.shape:
+            return align
+        row = -(-self.shape[-1] * self.dtype.itemsize // align) * align
+        n = row
+        for d in self.shape[:-1]:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """A runtime scalar of an element type (a value read from a tensor, a reduction result)."""
+
+    dtype: DType
+
+    def __str__(self) -> str:
+        return f"scalar.{self.dtype}"
+
+
+Type = TensorType | TileType | ScalarType

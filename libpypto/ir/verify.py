@@ -1,0 +1,286 @@
+"""One verifier per level: the invariants a document of that level must keep.
+
+verify(doc) returns a list of Diagnostics (empty = valid). It runs on every read and write
+and, under --verify-each, after every pass.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import VerifyError
+from . import ops as O
+from .types import ScalarType, TensorType, TileType
+
+
+@dataclass
+class Diagnostic:
+    message: str
+    loc: object = None
+
+    def __str__(self) -> str:
+        return f"{self.loc}: {self.message}" if self.loc else self.message
+
+
+TENSOR_OPS = {"param", "view", "assemble", "matmul", "cast", "sum", "amax", "amin"} \
+    | set(O.ELEMENTWISE)
+TILE_INSTRS = {"tile", "tload", "tstore", "tmov", "textract", "tmatmul", "treduce", "texpands",
+               "tcvt", "treshape", "for"} | {"t" + n for n in O.ELEMENTWISE}
+SPACES_OK = {  # instruction -> allowed (dst space, src spaces) once memory is assigned
+    "tload": ({"ub", "l1"}, None),
+    "textract": ({"l0a", "l0b"}, {"l1"}),
+    "tmatmul": ({"l0c"}, {"l0a", "l0b"}),
+    "tstore": (None, {"ub", "l0c"}),
+}
+
+
+def verify(doc) -> list[Diagnostic]:
+    """Check the invariants of doc's level; an empty list means valid."""
+    v = _Verifier()
+    fn = getattr(v, "level_" + doc.level)
+    fn(doc)
+    return v.diags
+
+
+def verify_or_raise(doc, when: str = "") -> None:
+    diags = verify(doc)
+    if diags:
+        d = diags[0]
+        more = f" (and {len(diags) - 1} more)" if len(diags) > 1 else ""
+        what = f" {when}" if when else ""
+        raise VerifyError(f"invalid {doc.level}-level graph{what}: {d.message}{more}", d.loc)
+
+
+class _Verifier:
+    def __init__(self):
+        self.diags: list[Diagnostic] = []
+
+    def err(self, msg: str, loc=None) -> None:
+        self.diags.append(Diagnostic(msg, loc))
+
+    # -- tensor ------------------------------------------------------------------------------
+    def level_tensor(self, doc) -> None:
+        self.tensor_ops(doc.body, doc.attrs)
+
+    def tensor_ops(self, ops, attrs) -> None:
+        params = set()
+        for op in ops:
+            if op.name not in TENSOR_OPS:
+                self.err(f"unknown tensor-level op {op.name!r}", op.loc)
+                continue
+            for r in op.results:
+                if not isinstance(r.type, (TensorType, ScalarType)):
+                    self.err(f"{op.name} result must be a tensor, got {r.type}", op.loc)
+            if op.name == "param":
+                params.add(op.result)
+            elif op.name == "assemble":
+                if len(op.operands) != 2 or op.operands[1] not in params:
+                    self.err("assemble must write into a kernel parameter", op.loc)
+            elif op.name != "view" and op.name != "param":
+                self.tile_attr(op)
+
+    def tile_attr(self, op) -> None:
+        if op.name == "matmul":
+            cube = op.attrs.get("cube")
+            if not (isinstance(cube, list) and len(cube) == 3):
+                self.err("matmul needs cube tile shapes [[mL0, mL1], [kL0, kL1], [nL0, nL1]]",
+                         op.loc)
+            return
+        tile = op.attrs.get("tile")
+        src = op.operands[0].type if op.operands else op.result.type
+        if not isinstance(tile, list) or not all(isinstance(t, int) and t > 0 for t in tile):
+            self.err(f"{op.name} has no valid tile shape", op.loc)
+            return
+        if len(tile) != src.rank:
+            self.err(f"tile shape {tuple(tile)} has rank {len(tile)} but the operand has rank "
+                     f"{src.rank}", op.loc)
+            return
+        dts = [src.dtype] + [r.type.dtype for r in op.results]
+        full = src.shape[-1] if src.shape else None
+        for dt in dts:
+            if tile[-1] * dt.itemsize % 32 and not (isinstance(full, int) and tile[-1] >= full):
+                self.err(f"tile shape {tuple(tile)} is not 32-byte aligned in dim {len(tile) - 1} "
+                         f"({tile[-1]} x {dt.itemsize} B)", op.loc)
+                return
+
+    # -- tile and block ----------------------------------------------------------------------
+    def level_tile(self, doc) -> None:
+        self.gm_and_source(doc)
+        for op in doc.body:
+            if op.name == "kernel":
+                self.kernel(op, block=False)
+            elif op.name not in ("gm", "source"):
+                self.err(f"unexpected top-level op {op.name!r} in a tile-level graph", op.loc)
+
+    def level_block(self, doc) -> None:
+        self.gm_and_source(doc)
+        for op in doc.body:
+            if op.name == "block":
+                self.kernel(op, block=True)
+                self.buffers(op, doc.attrs.get("target", {}))
+            elif op.name not in ("gm", "source"):
+                self.err(f"unexpected top-level op {op.name!r} in a block-level graph", op.loc)
+
+    def gm_and_source(self, doc) -> None:
+        sources = [op for op in doc.body if op.name == "source"]
+        if len(sources) != 1:
+            self.err(f"expected one source (tensor graph) op, found {len(sources)}")
+        else:
+            self.tensor_ops(sources[0].regions[0], doc.attrs)
+        for op in doc.body:
+            if op.name == "gm" and not isinstance(op.result.type, TensorType):
+                self.err("gm op must define a tensor", op.loc)
+
+    def kernel(self, k, block: bool) -> None:
+        grid = k.attrs.get("grid")
+        if not isinstance(grid, list):
+            self.err(f"{k.name} without a grid", k.loc)
+            return
+        declared = set()
+        for op in k.regions[0]:
+            for inner in op.walk():
+                if inner.name == "tile":
+                    declared.add(inner.result)
+        for op in k.regions[0]:
+            for inner in op.walk():
+                self.instr(inner, declared, block, k.loc)
+
+    def instr(self, op, declared: set, block: bool, kloc) -> None:
+        loc = op.loc or kloc
+        if op.name not in TILE_INSTRS:
+            self.err(f"unknown tile instruction {op.name!r}", loc)
+            return
+        if op.name == "tile":
+            t = op.result.type
+            if not isinstance(t, TileType):
+                self.err("tile op must define a tile", loc)
+            elif block and t.space in ("any", "gm"):
+                self.err(f"tile in space {t.space!r} at block level (run assign-memory)", loc)
+            elif block and "addr" in op.attrs and op.attrs["addr"] % 32:
+                self.err(f"tile address {op.attrs['addr']} is not 32-byte aligned", loc)
+            return
+        if op.name == "for":
+            for key in ("var", "start", "stop", "step"):
+                if key not in op.attrs:
+                    self.err(f"for loop without {key}", loc)
+            return
+        tiles = [v for v in op.operands if isinstance(v.type, TileType)]
+        for v in tiles:
+            if v not in declared:
+                self.err(f"{op.name} uses a tile not declared in this kernel", loc)
+        if not tiles:
+            self.err(f"{op.name} needs a destination tile", loc)
+            return
+        if op.name in ("tload", "tstore"):
+            if len(op.operands) != 2 or not isinstance(op.operands[1].type, TensorType):
+                self.err(f"{op.name} takes a tile and a GM tensor", loc)
+                return
+            gm, tile = op.operands[1].type, op.operands[0].type
+            for key in ("offsets", "valid"):
+                if len(op.attrs.get(key, [])) != gm.rank:
+                    self.err(f"{op.name} {key} must have {gm.rank} entries", loc)
+            if tile.rank != gm.rank:
+                self.err(f"{op.name} of a rank-{tile.rank} tile from a rank-{gm.rank} tensor", loc)
+        rule = SPACES_OK.get(op.name)
+        if rule and all(v.type.space != "any" for v in tiles):
+            dst_ok, src_ok = rule
+            if op.name == "tstore":
+                if op.operands[0].type.space not in src_ok:
+                    self.err(f"tstore from a {op.operands[0].type.space} tile", loc)
+            else:
+                if dst_ok and tiles[0].type.space not in dst_ok:
+                    self.err(f"{op.name} into a {tiles[0].type.space} tile", loc)
+                if src_ok and any(v.type.space not in src_ok for v in tiles[1:]):
+                    self.err(f"{op.name} from a {'/'.join(v.type.space for v in tiles[1:])} tile",
+                             loc)
+        if block and "pipe" not in op.attrs:
+            self.err(f"{op.name} has no pipe at block level", loc)
+
+    def buffers(self, blk, target: dict) -> None:
+        caps = target.get("buffers", {})
+        used = blk.attrs.get("buffers")
+        if used is None:
+            return
+        for space, n in used.items():
+            if space in caps and n > caps[space]:
+                self.err(f"block uses {n} B of {space} but the target has {caps[space]} B",
+                         blk.loc)
+
+    # -- exec and later ----------------------------------------------------------------------
+    def level_exec(self, doc) -> None:
+        self.gm_and_source(doc)
+        progs = {}
+        for op in doc.body:
+            if op.name == "program":
+                progs[op.attrs.get("name")] = op
+                declared = set()
+                for inner in op.regions[0]:
+                    for x in inner.walk():
+                        if x.name == "tile":
+                            declared.add(x.result)
+                for inner in op.regions[0]:
+                    if inner.name == "arg":
+                        continue
+                    for x in inner.walk():
+                        self.instr(x, declared, True, op.loc)
+        ntask = 0
+        for op in doc.body:
+            if op.name != "task":
+                if op.name not in ("gm", "source", "program", "schedule", "code"):
+                    self.err(f"unexpected top-level op {op.name!r} in an exec-level graph", op.loc)
+                continue
+            p = progs.get(op.attrs.get("program"))
+            if p is None:
+                self.err(f"task refers to unknown program {op.attrs.get('program')!r}", op.loc)
+                continue
+            nargs = sum(1 for x in p.regions[0] if x.name == "arg")
+            if len(op.operands) != nargs:
+                self.err(f"task passes {len(op.operands)} tensors to {p.attrs['name']}, which "
+                         f"takes {nargs}", op.loc)
+            if len(op.attrs.get("scalars", [])) != len(p.attrs.get("scalars", [])):
+                self.err(f"task passes the wrong number of scalars to {p.attrs['name']}", op.loc)
+            for d in op.attrs.get("after", []):
+                if not (isinstance(d, int) and 0 <= d < ntask):
+                    self.err(f"task depends on {d!r}, which is not an earlier task", op.loc)
+            ntask += 1
+
+    def level_sched(self, doc) -> None:
+        self.level_exec(doc)
+        scheds = [op for op in doc.body if op.name == "schedule"]
+        if len(scheds) != 1:
+            self.err(f"expected one schedule op, found {len(scheds)}")
+            return
+        s = scheds[0].attrs
+        ntasks = sum(1 for op in doc.body if op.name == "task")
+        if len(s.get("order", [])) != ntasks:
+            self.err("schedule order must list every task once")
+        elif sorted(s["order"]) != list(range(ntasks)):
+            self.err("schedule order must be a permutation of the tasks")
+        cores = s.get("cores", {})
+        for inst in s.get("instances", []) or []:
+            if inst[2] not in range(sum(cores.values())):
+                self.err(f"instance placed on core {inst[2]}, which the target does not have")
+                break
+
+    def level_code(self, doc) -> None:
+        self.level_sched(doc)
+        codes = [op for op in doc.body if op.name == "code"]
+        if len(codes) != 1:
+            self.err(f"expected one code op, found {len(codes)}")
+            return
+        a = codes[0].attrs
+        if a.get("backend") not in ("c", "numpy"):
+            self.err(f"unknown backend {a.get('backend')!r}")
+        if not isinstance(a.get("source"), str):
+            self.err("code op without source text")
+
+    def level_run(self, doc) -> None:
+        runs = [op for op in doc.body if op.name == "run"]
+        if len(runs) != 1:
+            self.err(f"expected one run op, found {len(runs)}")
+            return
+        a = runs[0].attrs
+        for key in ("verdict", "events", "outputs", "wall_s"):
+            if key not in a:
+                self.err(f"run record without {key}")
+
+

@@ -1,0 +1,23 @@
+"""Pass registry: the one place a pass name meets its implementation (keep alphabetical).
+
+name: (input level, output level, "module:function"). A pass is a pure function
+Document -> Document; its docstring's first line is the --list-passes summary and its
+keyword-only parameters are its options (pipeline syntax: name{opt=value,...}).
+"""
+from __future__ import annotations
+
+PASSES = {
+    "alloc":          ("block", "block", "libpypto.passes.alloc:alloc"),
+    "assign-memory":  ("tile", "tile", "libpypto.passes.assign_memory:assign_memory"),
+    "make-exec":      ("block", "exec", "libpypto.passes.make_exec:make_exec"),
+    "partition":      ("tile", "block", "libpypto.passes.partition:partition"),
+    "tensor-to-tile": ("tensor", "tile", "libpypto.passes.tensor_to_tile:tensor_to_tile"),
+}
+
+DEFAULT_PIPELINE = "tensor-to-tile,assign-memory,partition,alloc,make-exec"
+
+
+def get_pass(name: str):
+    from importlib import import_module
+    mod, fn = PASSES[name][2].split(":")
+    return getattr(import_module(mod), fn)

@@ -1,0 +1,147 @@
+"""make-exec: turn block subgraphs into programs and tasks (the Execute Graph).
+
+Isomorphic blocks share one program (MPMD: few programs, many tasks): a program's tensors
+and symbolic sizes are formal parameters (`arg` ops, scalars s0, s1, ...), and each `task`
+op binds them for one block, with its grid. Tasks also record the GM box every instance reads
+and writes (as expressions of the grid variables) so that a runtime can order instances of
+different tasks by the data they share.
+"""
+from __future__ import annotations
+
+from ..ir import expr as E
+from ..ir.core import Document, Op, Value, clone_ops, copy_doc
+from ..ir.text import print_doc
+from ..ir.types import TensorType
+
+
+def make_exec(doc: Document, *, target) -> Document:
+    """Deduplicate isomorphic blocks into programs; one task per block with its footprints."""
+    doc = copy_doc(doc)
+    programs: dict[str, Op] = {}
+    tasks: list[Op] = []
+    rest = [op for op in doc.body if op.name != "block"]
+    accesses: list = []
+    for blk in (op for op in doc.body if op.name == "block"):
+        prog, tensors, scalars = _program(blk)
+        key = _canonical(prog)
+        if key not in programs:
+            prog.attrs["name"] = f"p{len(programs)}"
+            programs[key] = prog
+        prog = programs[key]
+        reads, writes = _footprints(blk, tensors)
+        attrs = {"program": prog.attrs["name"], "block": blk.attrs["name"],
+                 "grid": blk.attrs["grid"], "scalars": scalars, "reads": reads,
+                 "writes": writes, "ops": blk.attrs.get("ops", [])}
+        tasks.append(Op("task", tensors, [], attrs, [], blk.loc))
+        accesses.append(({t for t, *_ in reads}, {t for t, *_ in writes}, tensors))
+    for j, (rj, wj, tj) in enumerate(accesses):
+        deps = []
+        for i in range(j):
+            ri, wi, ti = accesses[i]
+            si, sj = {ti[k] for k in ri | wi}, {tj[k] for k in rj | wj}
+            wi_t, wj_t = {ti[k] for k in wi}, {tj[k] for k in wj}
+            if (wi_t & sj) or (wj_t & si):
+                deps.append(i)
+        tasks[j].attrs["after"] = deps
+    doc.body = rest + list(programs.values()) + tasks
+    return doc
+
+
+def _program(blk: Op) -> tuple[Op, list, list]:
+    """The block's body as a program over formal tensors and scalars, plus the actuals."""
+    body = blk.regions[0]
+    tensors: list[Value] = []
+    for top in body:
+        for op in top.walk():
+            for v in op.operands:
+                if isinstance(v.type, TensorType) and v not in tensors:
+                    tensors.append(v)
+    bound = {f"g{i}" for i in range(len(blk.attrs["grid"]))}
+    for top in body:
+        for op in top.walk():
+            if op.name == "for":
+                bound.add(op.attrs["var"])
+    syms: list[str] = []
+    for top in body:
+        for op in top.walk():
+            _symbols(op.attrs, bound, syms)
+    for t in tensors:
+        for d in t.type.shape:
+            _symbols(d, bound, syms)
+    ren = {s: E.sym(f"s{i}") for i, s in enumerate(syms)}
+    vmap: dict = {}
+    args = []
+    for i, t in enumerate(tensors):
+        a = Value(TensorType(t.type.dtype, tuple(E.substitute(d, ren) for d in t.type.shape)),
+                  f"a{i}")
+        vmap[t] = a
+        args.append(Op("arg", [], [a], {"index": i}, [], None))
+    new_body = clone_ops(body, vmap)
+    for top in new_body:
+        for op in top.walk():
+            op.attrs = _subst(op.attrs, ren)
+    attrs = {"core": blk.attrs["core"], "scalars": [f"s{i}" for i in range(len(syms))],
+             "grid_rank": len(blk.attrs["grid"]), "buffers": blk.attrs.get("buffers", {}),
+             "ops": blk.attrs.get("ops", [])}
+    prog = Op("program", [], [], attrs, [args + new_body], blk.loc)
+    return prog, tensors, [E.sym(s) for s in syms]
+
+
+def _symbols(a, bound: set, out: list) -> None:
+    if isinstance(a, dict):
+        for k in sorted(a):
+            _symbols(a[k], bound, out)
+    elif isinstance(a, list):
+        for v in a:
+            _symbols(v, bound, out)
+    elif isinstance(a, E.Expr):
+        for s in sorted(E.free_symbols(a)):
+            if s not in bound and s not in out:
+                out.append(s)
+
+
+def _subst(a, env):
+    if isinstance(a, dict):
+        return {k: _subst(v, env) for k, v in a.items()}
+    if isinstance(a, list):
+        return [_subst(v, env) for v in a]
+    return E.substitute(a, env) if isinstance(a, E.Expr) else a
+
+
+def _canonical(prog: Op) -> str:
+    """Text of a program without its name and location: equal text, same program."""
+    tmp = Op(prog.name, [], [], {k: v for k, v in prog.attrs.items() if k not in ("name", "ops")},
+             prog.regions, None)
+    return print_doc(Document("exec", [tmp]))
+
+
+def _footprints(blk: Op, tensors: list) -> tuple[list, list]:
+    """[tensor index, lo, hi] boxes of every load and store, loop variables at their extremes."""
+    reads, writes = [], []
+
+    def visit(ops, loops):
+        for op in ops:
+            if op.name == "for":
+                visit(op.regions[0], loops + [op.attrs])
+                continue
+            if op.name in ("tload", "tstore"):
+                lo_env = {lp["var"]: lp["start"] for lp in loops}
+                hi_env = {lp["var"]: E.sub(lp["stop"], 1) for lp in loops}
+                offs, valid = op.attrs["offsets"], op.attrs["valid"]
+                lo = [E.substitute(o, lo_env) for o in offs]
+                hi = [E.substitute(E.add(o, E.maximum(v, 0)), hi_env) for o, v in zip(offs, valid)]
+                entry = [tensors.index(op.operands[1]), lo, hi]
+                (reads if op.name == "tload" else writes).append(entry)
+            for r in op.regions:
+                visit(r, loops)
+
+    visit(blk.regions[0], [])
+    return _unique(reads), _unique(writes)
+
+
+def _unique(items: list) -> list:
+    out = []
+    for it in items:
+        if it not in out:
+            out.append(it)
+    return out

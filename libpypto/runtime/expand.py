@@ -1,0 +1,184 @@
+"""Expand an exec-level graph into task instances for one binding of its symbolic sizes.
+
+Each `task` op runs its program once per point of its grid. Instances of different tasks are
+ordered by the GM data they share: every tensor is cut into granules (the largest boxes that
+no footprint boundary splits), and an instance waits for the last writer of every granule it
+reads (RAW), and for the last writer and the readers since of every granule it writes (WAW,
+WAR). The scheduler and the runtimes share this one expansion.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import reduce
+from math import gcd
+
+import numpy as np
+
+from ..errors import PyptoError
+from ..ir import expr as E
+
+GRANULE_CAP = 1 << 20     # granules per tensor; coarser granules only add false dependencies
+
+
+@dataclass
+class Expansion:
+    tasks: list                     # the task ops, in order
+    programs: list                  # the program ops, in order
+    gms: list                       # the gm ops, in order (tensor ids)
+    env: dict
+    task_of: np.ndarray             # task index per instance
+    grid_index: list                # per task: (n, rank) int64 grid coordinates
+    first: list                     # per task: id of its first instance
+    scalars: list                   # per task: (n, nscalars) int64 program scalars S
+    preds: list = field(default_factory=list)   # per instance: sorted predecessor ids
+    shapes: dict = field(default_factory=dict)  # gm op -> concrete shape
+
+    @property
+    def n(self) -> int:
+        return int(self.task_of.shape[0])
+
+
+def expand(doc, env: dict) -> Expansion:
+    body = doc.body
+    tasks = [op for op in body if op.name == "task"]
+    programs = [op for op in body if op.name == "program"]
+    gms = [op for op in body if op.name == "gm"]
+    gm_index = {op.result: i for i, op in enumerate(gms)}
+    shapes = {}
+    for op in gms:
+        try:
+            shapes[op] = tuple(int(E.evaluate(d, env)) for d in op.result.type.shape)
+        except E.UnboundSymbol as u:
+            raise PyptoError(f"symbol {u.name} has no size") from None
+    task_of, grid_index, first, scalars = [], [], [], []
+    boxes: list = []          # per task: list of (tensor id, mode, lo, hi)
+    count = 0
+    for ti, t in enumerate(tasks):
+        extents = [max(0, int(E.evaluate(g, env))) for g in t.attrs["grid"]]
+        n = int(np.prod(extents)) if extents else 1
+        idx = np.indices(extents, dtype=np.int64).reshape(len(extents), -1).T if extents \
+            else np.zeros((1, 0), np.int64)
+        svals = np.array([int(E.evaluate(s, env)) for s in t.attrs["scalars"]], np.int64)
+        grid_index.append(idx)
+        scalars.append(np.hstack([idx, np.broadcast_to(svals, (n, len(svals)))]).astype(np.int64))
+        first.append(count)
+        task_of.append(np.full(n, ti, np.int32))
+        genv = dict(env)
+        for d in range(idx.shape[1]):
+            genv[f"g{d}"] = idx[:, d]
+        acc = []
+        for mode, key in (("r", "reads"), ("w", "writes")):
+            for tensor, lo, hi in t.attrs[key]:
+                gm = gm_index[t.operands[tensor]]
+                lo_a = np.stack([_col(E.evaluate(x, genv), n) for x in lo], 1) if lo else \
+                    np.zeros((n, 0), np.int64)
+                hi_a = np.stack([_col(E.evaluate(x, genv), n) for x in hi], 1) if hi else \
+                    np.zeros((n, 0), np.int64)
+                acc.append((gm, mode, lo_a, hi_a))
+        boxes.append(acc)
+        count += n
+    exp = Expansion(tasks, programs, gms, dict(env),
+                    np.concatenate(task_of) if task_of else np.zeros(0, np.int32),
+                    grid_index, first, scalars, shapes={op: shapes[op] for op in gms})
+    exp.preds = _dependencies(boxes, first, [shapes[op] for op in gms], count)
+    return exp
+
+
+def _col(v, n: int) -> np.ndarray:
+    a = np.asarray(v, dtype=np.int64)
+    return np.broadcast_to(a, (n,)) if a.ndim == 0 else a
+
+
+def _granules(boxes: list, shapes: list) -> list:
+    """Granule size per dim for every tensor: gcd of all box boundaries, capped in count."""
+    per: dict = {}
+    for accs in boxes:
+        for gm, _, lo, hi in accs:
+            per.setdefault(gm, []).append((lo, hi))
+    out = []
+    for gm, shape in enumerate(shapes):
+        g = []
+        for d, size in enumerate(shape):
+            vals = [size]
+            for lo, hi in per.get(gm, []):
+                vals.append(int(np.gcd.reduce(np.clip(lo[:, d], 0, size))) if lo.size else 0)
+                vals.append(int(np.gcd.reduce(np.clip(hi[:, d], 0, size))) if hi.size else 0)
+            g.append(max(1, reduce(gcd, vals)))
+        counts = [-(-s // x) for s, x in zip(shape, g)]
+        while int(np.prod(counts)) > GRANULE_CAP:
+            d = int(np.argmax(counts))
+            g[d] *= 2
+            counts[d] = -(-shape[d] // g[d])
+        out.append((g, counts))
+    return out
+
+
+def _dependencies(boxes: list, first: list, shapes: list, total: int) -> list:
+    gran = _granules(boxes, shapes)
+    last_w = [np.full(max(1, int(np.prod(c))), -1, np.int64) for _, c in gran]
+    readers: list[dict] = [dict() for _ in shapes]
+    preds: list = [None] * total
+    for ti, accs in enumerate(boxes):
+        base = first[ti]
+        n = accs[0][2].shape[0] if accs else 0
+        deps = [set() for _ in range(n)]
+        flats = []
+        for gm, mode, lo, hi in accs:
+            g, counts = gran[gm]
+            fl = _flat_boxes(lo, hi, g, counts, shapes[gm])
+            flats.append((gm, mode, fl))
+            for i, cells in enumerate(fl):
+                if cells.size == 0:
+                    continue
+                w = last_w[gm][cells]
+                deps[i].update(int(x) for x in np.unique(w[w >= 0]))
+                if mode == "w":
+                    rd = readers[gm]
+                    for c in cells.tolist():
+                        deps[i].update(rd.get(c, ()))
+        for gm, mode, fl in flats:
+            if mode == "r":
+                rd = readers[gm]
+                for i, cells in enumerate(fl):
+                    for c in cells.tolist():
+                        rd.setdefault(c, []).append(base + i)
+        for gm, mode, fl in flats:
+            if mode == "w":
+                rd = readers[gm]
+                for i, cells in enumerate(fl):
+                    prev = last_w[gm][cells]
+                    if ((prev >= base) & (prev != base + i)).any():
+                        raise PyptoError("internal error: instances of one task write "
+                                         "overlapping regions")
+                    last_w[gm][cells] = base + i
+                    for c in cells.tolist():
+                        rd.pop(c, None)
+        for i in range(n):
+            preds[base + i] = sorted(deps[i])
+    return preds
+
+
+def _flat_boxes(lo, hi, g, counts, shape) -> list:
+    """Flat granule indices covered by each instance's box [lo, hi)."""
+    n = lo.shape[0]
+    r = len(shape)
+    if r == 0:
+        return [np.zeros(1, np.int64)] * n
+    lo = np.clip(lo, 0, np.array(shape))
+    hi = np.clip(hi, 0, np.array(shape))
+    glo = lo // np.array(g)
+    ghi = -(-hi // np.array(g))
+    empty = np.any(hi <= lo, axis=1)
+    single = np.all(ghi - glo == 1, axis=1) & ~empty
+    out: list = [None] * n
+    if single.all():
+        flat = np.ravel_multi_index(tuple(glo[:, d] for d in range(r)), counts)
+        return [flat[i:i + 1] for i in range(n)]
+    for i in range(n):
+        if empty[i]:
+            out[i] = np.zeros(0, np.int64)
+            continue
+        ranges = [np.arange(glo[i, d], ghi[i, d]) for d in range(r)]
+        mesh = np.ix_(*ranges)
+        out[i] = np.ravel_multi_index(tuple(np.broadcast_arrays(*mesh)), counts).ravel()
+    return out
