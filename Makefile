@@ -1,0 +1,36 @@
+# pypto: every target sets up .venv (and installs the project with its test extras) on first use.
+VENV    := .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed-stamp
+BIN     := $(abspath $(VENV)/bin)
+export PATH := $(BIN):$(PATH)
+
+.PHONY: demo test golden bench setup clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# softmax (DYNAMIC rows) through the six-stage pipe, then the profile
+demo: $(STAMP)
+	mkdir -p out
+	pypto-trace examples/softmax.py | pypto-lower | pypto-sched | pypto-emit \
+	  | pypto-run --bind x_0=4096 -o out/softmax.run
+	pypto-prof out/softmax.run --chrome out/softmax.trace.json --svg out/softmax.svg
+	@echo "demo: Perfetto trace in out/softmax.trace.json, swimlane in out/softmax.svg"
+
+test: $(STAMP)
+	$(PY) -m pytest tests
+
+golden: $(STAMP)
+	$(PY) -m pytest tests/golden --update-goldens
+
+bench: $(STAMP)
+	$(PY) bench/bench.py
+
+clean:
+	rm -rf out .pytest_cache
