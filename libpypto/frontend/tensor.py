@@ -616,8 +616,11 @@ def set_cube_tile_shapes(m, k, n, enable_split_k: bool = False) -> None:
 class Kernel:
     """A @pypto.jit kernel: traceable into a Tensor Graph, callable with numpy arrays."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, **options):
         self.fn = fn
+        self.options = dict(options)     # backend, target, threads
+        self.compiles = 0                # artifacts built so far (tests check the cache)
+        self.last_run = None
         self.name = fn.__name__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
@@ -649,7 +652,7 @@ class Kernel:
 def jit(fn=None, **options):
     """Decorator: @pypto.jit or @pypto.jit(...) marks a Tensor-mode kernel."""
     if fn is None:
-        return lambda f: Kernel(f)
+        return lambda f: Kernel(f, **options)
     return Kernel(fn)
 
 

@@ -20,8 +20,7 @@ def run_code(doc: Document, inputs: dict | None = None, bind: dict | None = None
     from ..targets import host_cpus
     from . import data as D
     from .compiler import compile_shared, find_cc, runtime_source
-    from .execute import run_native, run_numpy
-    from .expand import expand
+    from .executable import NativeExecutable, NumpyExecutable
     from .interp import run_tensor
 
     code = next(op for op in doc.body if op.name == "code")
@@ -46,16 +45,18 @@ def run_code(doc: Document, inputs: dict | None = None, bind: dict | None = None
     arrays = D.prepare(doc, given, env, seed)
     reference = {k: v.copy() for k, v in arrays.items()} if verify else None
     nthreads = threads or host_cpus()
-    exp = expand(doc, env)
     compile_info = {}
     if want == "c":
         import time
         t0 = time.perf_counter()
         lib, cached = compile_shared(code.attrs["source"] + "\n" + runtime_source())
         compile_info = {"cached": cached, "seconds": round(time.perf_counter() - t0, 3)}
-        timing = run_native(lib, exp, arrays, nthreads)
+        exe = NativeExecutable(doc, lib)
     else:
-        timing = run_numpy(code.attrs["source"], exp, arrays, nthreads)
+        exe = NumpyExecutable(doc, code.attrs["source"])
+    plan = exe.plan(env)
+    exp = plan.exp
+    timing = exe(plan, arrays, nthreads)
     checks = []
     if verify:
         run_tensor(doc, reference, env)
