@@ -9,17 +9,15 @@ from importlib import import_module
 
 __version__ = "0.1.0"
 
-_FRONTEND = "libpypto.frontend.tensor"
+_TENSOR = "libpypto.frontend.tensor"
+_OPS = "libpypto.frontend.ops"
 _LAZY = {
-    # op-file API (DESIGN.md section 3)
-    **{n: _FRONTEND for n in (
-        "jit", "Tensor", "DYNAMIC", "DYN", "STATIC", "Kernel",
+    # op-file API (DESIGN.md section 3): declarations and control flow here, ops below
+    **{n: _TENSOR for n in (
+        "jit", "Tensor", "DYNAMIC", "DYN", "STATIC", "Kernel", "SymScalar",
         "DT_FP32", "DT_FP16", "DT_BF16", "DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64",
-        "DT_UINT8", "DT_BOOL",
-        "add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "sqrt", "rsqrt",
-        "tanh", "sigmoid", "relu", "sum", "amax", "amin", "cast", "matmul", "view", "assemble",
-        "set_vec_tile_shapes", "get_vec_tile_shapes", "set_cube_tile_shapes")},
-    "abs": (_FRONTEND, "abs_"),
+        "DT_UINT8", "DT_BOOL", "loop", "loop_unroll", "is_loop_begin", "is_loop_end", "cond")},
+    "abs": (_OPS, "abs_"),
     # library (one call per tool)
     "trace": "libpypto.driver", "lower": "libpypto.driver", "schedule": "libpypto.driver",
     "emit": "libpypto.driver", "run": "libpypto.driver", "profile": "libpypto.driver",
@@ -31,7 +29,11 @@ _LAZY = {
 def __getattr__(name: str):
     target = _LAZY.get(name)
     if target is None:
-        raise AttributeError(f"module 'libpypto' has no attribute {name!r}")
+        if name.startswith("_"):
+            raise AttributeError(f"module 'libpypto' has no attribute {name!r}")
+        target = _OPS      # the op catalogue: pypto.exp, pypto.matmul, ...
+        if not hasattr(import_module(_OPS), name):
+            raise AttributeError(f"module 'libpypto' has no attribute {name!r}")
     module, attr = target if isinstance(target, tuple) else (target, name)
     value = getattr(import_module(module), attr)
     globals()[name] = value

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 
 from .errors import CompileError, InputError, PyptoError, UsageError
 from .ir.core import Document, level_index
@@ -86,6 +89,38 @@ def write_ir(doc: Document, path: str, text: bool = False) -> None:
 
 # -- trace ----------------------------------------------------------------------------------
 
+@contextmanager
+def deadline(what: str):
+    """Stop an op file that runs too long at trace time (an endless loop): after
+    $PYPTO_TRACE_TIMEOUT seconds (default 60) raise a CompileError at the line it was on."""
+    seconds = float(os.environ.get("PYPTO_TRACE_TIMEOUT", "60") or 0)
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread() \
+            or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        loc = None
+        pkg = os.path.dirname(os.path.abspath(__file__))
+        f = frame
+        while f is not None:
+            fn = os.path.abspath(f.f_code.co_filename)
+            if not fn.startswith(pkg + os.sep):
+                loc = _loc(os.path.basename(fn), f.f_lineno)
+                break
+            f = f.f_back
+        raise CompileError(f"{what} did not finish within {seconds:g} s (an endless loop?); "
+                           f"set PYPTO_TRACE_TIMEOUT to allow longer", loc)
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def load_op_file(path: str):
     """Import an op file as a fresh module; errors become one-line CompileErrors."""
     if not os.path.exists(path):
@@ -132,7 +167,8 @@ def trace(path: str, kernel: str | None = None, consts: dict | None = None,
           bind: dict | None = None) -> Document:
     """Trace the @pypto.jit kernel of an op file into its Tensor Graph."""
     from .frontend.tensor import find_kernels
-    module = load_op_file(path)
+    with deadline(f"importing {os.path.basename(path)}"):
+        module = load_op_file(path)
     kernels = find_kernels(module)
     if not kernels:
         raise CompileError(f"{os.path.basename(path)} defines no @pypto.jit kernel")
@@ -140,7 +176,7 @@ def trace(path: str, kernel: str | None = None, consts: dict | None = None,
         if len(kernels) > 1:
             names = ", ".join(k.name for k in kernels)
             raise UsageError(f"{os.path.basename(path)} defines several kernels ({names}); "
-                             f"pick one with --kernel NAME")
+                             f"pick one with pypto-trace --kernel NAME")
         k = kernels[0]
     else:
         found = [k for k in kernels if k.name == kernel]
@@ -148,7 +184,8 @@ def trace(path: str, kernel: str | None = None, consts: dict | None = None,
             names = ", ".join(k.name for k in kernels)
             raise UsageError(f"no kernel {kernel!r} in {os.path.basename(path)} (kernels: {names})")
         k = found[0]
-    return k.trace(consts or {}, bind or {})
+    with deadline(f"tracing {k.name}"):
+        return k.trace(consts or {}, bind or {})
 
 
 # -- bringing forward -----------------------------------------------------------------------

@@ -22,7 +22,8 @@ ACC_LANES = 16     # independent partial accumulators per reduced row: fixed ord
 
 
 def prelude() -> str:
-    return resources.files(__package__).joinpath("c_prelude.h").read_text()
+    files = resources.files(__package__)
+    return files.joinpath("c_prelude.h").read_text() + "\n" + files.joinpath("c_ops.h").read_text()
 
 
 def arena_layout(target_buffers: dict, align: int = 64) -> tuple[dict, int]:

@@ -17,8 +17,9 @@ def render(doc, programs: list) -> str:
              f"{len(programs)} program(s)",
              "import numpy as np",
              "import ml_dtypes",
-             "from libpypto.runtime.npkern import (tcopy, telementwise, texpands, textract,",
-             "                                    tload, tmatmul, treduce, tstore)",
+             "from libpypto.runtime.npkern import (tcopy, telementwise, texpands, textract, tgather,",
+             "                                    tiota, tload, tmatmul, treduce, targreduce,",
+             "                                    tscan, tscatter, tsort, tstore, ttrans, ttri)",
              ""]
     for p in programs:
         lines.extend(_Program(p).render())
@@ -30,6 +31,9 @@ def render(doc, programs: list) -> str:
 def _np_dtype(dt) -> str:
     return "ml_dtypes.bfloat16" if dt.name == "bf16" else f"np.{dt.np.name}" \
         if dt.name != "bool" else "np.bool_"
+
+
+_GENERIC = {"tiota", "ttri", "ttrans", "targreduce", "tscan", "tsort", "tgather", "tscatter"}
 
 
 class _Program:
@@ -65,7 +69,7 @@ class _Program:
         return self.out
 
     def t(self, v) -> str:
-        return self.names[v]
+        return self.names.get(v) or v.name
 
     def op(self, op, d: int) -> None:
         n = op.name
@@ -92,7 +96,7 @@ class _Program:
             self.emit(d, f"tcopy({self.t(op.operands[0])}, {self.t(op.operands[1])})")
         elif n == "textract":
             self.emit(d, f"textract({self.t(op.operands[0])}, {self.t(op.operands[1])}, "
-                         f"{self.exs(a['offsets'])})")
+                         f"{self.exs(a['offsets'])}, trans={bool(a.get('trans'))})")
         elif n == "texpands":
             v = a["value"]
             self.emit(d, f"texpands({self.t(op.operands[0])}, "
@@ -112,5 +116,23 @@ class _Program:
                 extra = f", scalar={self.ex(s) if isinstance(s, E.Expr) else repr(s)}, " \
                         f"scalar_side={a.get('scalar_side', 'rhs')!r}"
             self.emit(d, f"telementwise({n[1:]!r}, {args}{extra})")
+        elif n in _GENERIC:
+            args = [self.t(v) for v in op.operands]
+            if n == "tscatter" and len(args) == 2:
+                args.append("None")
+            kw = [f"{k}={self.val(v)}" for k, v in sorted(a.items()) if k != "pipe"]
+            self.emit(d, f"{n}({', '.join(args + kw)})")
         else:
             raise PyptoError(f"numpy backend: no rule for instruction {n!r}", op.loc)
+
+    def val(self, v) -> str:
+        """An attribute as a Python expression (symbolic parts evaluated at run time)."""
+        if isinstance(v, E.Expr):
+            return self.ex(v)
+        if isinstance(v, list):
+            return "(" + "".join(self.val(x) + ", " for x in v) + ")"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k!r}: {self.val(x)}" for k, x in sorted(v.items())) + "}"
+        if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+            return f"float({repr(v)!r})"
+        return repr(v)

@@ -1,9 +1,14 @@
 """Tensor-mode frontend: trace a @pypto.jit kernel into a Tensor Graph document.
 
-The kernel runs once on tracer tensors. Every op a tracer sees becomes a tensor-level op with
-the op file's line and the tile shapes in force; writes to parameters become `assemble` ops.
-Symbolic dims are Exprs; when two symbolic dims must agree (broadcasting, assembling) they are
-unified and the constraint is kept for the runtime to check against real arrays.
+The kernel runs on tracer tensors. Every op a tracer sees becomes a tensor-level op with the
+op file's line and the tile shapes in force; writes to parameters and local tensors become
+`assemble` ops. Symbolic dims are Exprs; when two symbolic dims must agree (broadcasting,
+assembling) they are unified and the constraint is kept for the runtime to check.
+
+Control flow: `for i in pypto.loop(n)` records a loop region traced once with a symbolic
+index. A Python `if` on a symbolic condition is a runtime branch: the kernel is traced once per
+combination of branch outcomes (a "path"), and the paths are merged back into one graph with
+`if` regions at the points where they part.
 """
 from __future__ import annotations
 
@@ -15,11 +20,11 @@ import sys
 from .. import errors
 from ..errors import CompileError
 from ..ir import expr as E
-from ..ir import ops as O
 from ..ir.core import Document, Loc, Op, Value
 from ..ir.types import DType, TensorType, dtype as _dtype
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAX_PATHS = 256
 
 
 class _DimMarker:
@@ -67,17 +72,23 @@ class Tensor:
 # -- trace state ----------------------------------------------------------------------------
 
 class _Builder:
-    """Collects ops while a kernel traces; one per trace (not thread safe by design)."""
+    """Collects the ops of one path while a kernel traces (one per path)."""
 
-    def __init__(self, op_file: str):
+    def __init__(self, op_file: str, decisions: list):
         self.op_file = op_file
         self.regions: list[list[Op]] = [[]]
+        self.loops: list[Op] = []              # enclosing loop ops, outermost first
+        self.loop_info: dict[str, dict] = {}   # loop var -> its attrs
         self.vec_tile: list | None = None
         self.cube_tile: list | None = None
         self.subst: dict[str, E.Ex] = {}
         self.constraints: list = []
-        self.access: dict[str, tuple] = {}      # param name -> ("read"|"write", loc) of 1st access
+        self.access: dict[str, tuple] = {}     # memory name -> (first access, loc, in loop)
         self.written: set[str] = set()
+        self.decisions = decisions
+        self.nbranch = 0
+        self.nloops = 0
+        self.nlocals = 0
 
     # locations: the innermost frame in the user's file
     def loc(self) -> Loc | None:
@@ -92,9 +103,10 @@ class _Builder:
     def error(self, msg: str) -> CompileError:
         return CompileError(msg, self.loc())
 
-    def emit(self, name: str, operands=(), result_types=(), attrs=None) -> Op:
+    def emit(self, name: str, operands=(), result_types=(), attrs=None, regions=None) -> Op:
         results = [Value(t) for t in result_types]
-        op = Op(name, list(operands), results, dict(attrs or {}), [], self.loc())
+        op = Op(name, list(operands), results, dict(attrs or {}), list(regions or []),
+                self.loc())
         self.regions[-1].append(op)
         return op
 
@@ -110,9 +122,9 @@ class _Builder:
         if isinstance(a, int) and isinstance(b, int):
             raise self.error(f"{what}: {a} != {b}")
         # eliminate a bare symbol (preferably the later operand's) in favour of the other side
-        if isinstance(b, E.Expr) and b.op == "sym":
+        if isinstance(b, E.Expr) and b.op == "sym" and b.args[0] not in self.loop_info:
             drop, keep = b, a
-        elif isinstance(a, E.Expr) and a.op == "sym":
+        elif isinstance(a, E.Expr) and a.op == "sym" and a.args[0] not in self.loop_info:
             drop, keep = a, b
         else:
             raise self.error(f"{what}: cannot show {E.to_str(a)} == {E.to_str(b)}")
@@ -123,17 +135,34 @@ class _Builder:
         return keep
 
     def note_access(self, t: "TraceTensor", mode: str) -> None:
-        if t.param is None:
+        name = t.memory
+        if name is None:
             return
         loc = self.loc()
-        first = self.access.setdefault(t.param, (mode, loc))
+        first = self.access.setdefault(name, (mode, loc, bool(self.loops)))
         if mode == "write":
-            if first[0] == "read":
+            if first[0] == "read" and t.is_param:
                 where = f" (read at line {first[1].line})" if first[1] else ""
-                raise CompileError(f"writing input '{t.param}'{where}: a parameter read before it "
+                raise CompileError(f"writing input '{name}'{where}: a parameter read before it "
                                    f"is written is an input; write results into an output "
                                    f"parameter instead", loc)
-            self.written.add(t.param)
+            self.written.add(name)
+        elif first[0] == "read" and not t.is_param and not first[2]:
+            raise CompileError(f"reading local tensor '{name}' before anything is written into "
+                               f"it (its contents are undefined); assemble into it first", loc)
+
+    # control flow
+    def decide(self, cond: E.Ex) -> bool:
+        """The outcome of a runtime branch on this path (recorded as a branch marker)."""
+        i = self.nbranch
+        self.nbranch += 1
+        if i < len(self.decisions):
+            taken = self.decisions[i]
+        else:
+            taken = True
+            self.decisions.append(True)
+        self.emit("branch", attrs={"cond": cond, "taken": taken, "id": i})
+        return taken
 
 
 _current: list[_Builder] = []
@@ -143,6 +172,10 @@ def _b() -> _Builder:
     if not _current:
         raise CompileError("pypto ops can only be used inside a @pypto.jit kernel while it traces")
     return _current[-1]
+
+
+def builder() -> _Builder:
+    return _b()
 
 
 # -- symbolic scalars -----------------------------------------------------------------------
@@ -159,7 +192,7 @@ class SymScalar:
         return f"SymScalar({E.to_str(self.e)})"
 
     def _bin(self, other, fn, swap=False):
-        o = _scalar_expr(other)
+        o = scalar_expr(other)
         if o is None:
             return NotImplemented
         r = fn(o, self.e) if swap else fn(self.e, o)
@@ -182,35 +215,40 @@ class SymScalar:
     def __ge__(self, o): return self._bin(o, E.le, True)
     def __eq__(self, o): return self._bin(o, E.eq)
     def __ne__(self, o): return self._bin(o, E.ne)
+    def __and__(self, o): return self._bin(o, E.logical_and)
+    def __or__(self, o): return self._bin(o, E.logical_or)
+    def __invert__(self): return SymScalar(E.logical_not(self.e))
     __hash__ = None
 
     def min(self, o):
-        r = E.minimum(self.e, _scalar_expr(o))
+        r = E.minimum(self.e, scalar_expr(o))
         return r if isinstance(r, int) else SymScalar(r)
 
     def max(self, o):
-        r = E.maximum(self.e, _scalar_expr(o))
+        r = E.maximum(self.e, scalar_expr(o))
         return r if isinstance(r, int) else SymScalar(r)
 
     def __index__(self):
         raise _b().error(f"symbolic value {E.to_str(self.e)} used where a Python int is needed "
-                         f"(its size is only known at run time)")
+                         f"(its value is only known at run time)")
 
     __int__ = __index__
 
+    def __float__(self):
+        raise _b().error(f"symbolic value {E.to_str(self.e)} used where a Python float is needed")
+
     def __bool__(self):
-        raise _b().error(f"symbolic condition {E.to_str(self.e)} used as a Python bool: its value "
-                         f"is only known at run time")
+        return _b().decide(self.e)
 
 
-def _scalar_expr(v) -> E.Ex | None:
+def scalar_expr(v) -> E.Ex | None:
     if isinstance(v, SymScalar):
         return v.e
     if isinstance(v, bool):
         return int(v)
     if isinstance(v, int):
         return v
-    if hasattr(v, "__index__") and not isinstance(v, float) and type(v).__name__.startswith("int"):
+    if type(v).__module__ == "numpy" and hasattr(v, "dtype") and v.dtype.kind in "iu":
         return int(v)
     return None
 
@@ -219,17 +257,123 @@ def _dim_out(e: E.Ex):
     return e if isinstance(e, int) else SymScalar(e)
 
 
+def cond(c) -> bool:
+    """`if pypto.cond(expr):` -- a runtime branch on a symbolic condition (a plain bool passes)."""
+    if isinstance(c, SymScalar):
+        return bool(c)
+    if isinstance(c, (bool, int)):
+        return bool(c)
+    raise _b().error(f"pypto.cond takes a symbolic condition or a bool, not {type(c).__name__}")
+
+
+# -- loops ----------------------------------------------------------------------------------
+
+def loop(*args, name: str | None = None, idx_name: str | None = None, **_options):
+    """`for i in pypto.loop(stop)` / `pypto.loop(start, stop, step=1)`: a loop region, traced
+    once with a symbolic index; the runtime runs it for the bound sizes."""
+    b = _b()
+    start, stop, step = _loop_bounds(b, args)
+    return _loop_gen(b, start, stop, step, name)
+
+
+def _loop_bounds(b, args) -> tuple:
+    if not 1 <= len(args) <= 3:
+        raise b.error("pypto.loop takes (stop) or (start, stop[, step])")
+    vals = []
+    for a in args:
+        e = scalar_expr(a)
+        if e is None:
+            raise b.error(f"pypto.loop bounds must be ints or symbolic scalars, not "
+                          f"{type(a).__name__}")
+        vals.append(b.norm(e))
+    if len(vals) == 1:
+        return 0, vals[0], 1
+    if len(vals) == 2:
+        return vals[0], vals[1], 1
+    if not (isinstance(vals[2], int) and vals[2] > 0):
+        raise b.error("pypto.loop step must be a positive int")
+    return vals[0], vals[1], vals[2]
+
+
+def _loop_gen(b: _Builder, start, stop, step, name=None, factor: int | None = None):
+    var = f"i{b.nloops}"
+    b.nloops += 1
+    attrs = {"var": var, "start": start, "stop": stop, "step": step}
+    if name:
+        attrs["name"] = name
+    if factor is not None:
+        attrs["unroll"] = factor
+    op = b.emit("loop", attrs=attrs, regions=[[]])
+    b.loop_info[var] = attrs
+    b.regions.append(op.regions[0])
+    b.loops.append(op)
+    try:
+        yield SymScalar(E.sym(var))
+    finally:
+        b.loops.pop()
+        b.regions.pop()
+
+
+def loop_unroll(start, stop=None, step: int = 1, unroll_list=(4,), name=None, **_options):
+    """Yields (idx, factor): one loop per factor, largest first, each iteration covering
+    factor * step indices, then a remainder loop with factor 1."""
+    b = _b()
+    if stop is None:
+        start, stop = 0, start
+    start, stop, step = _loop_bounds(b, (start, stop, step))
+    factors = sorted({int(f) for f in unroll_list if int(f) > 1}, reverse=True) + [1]
+    lo = start
+    for f in factors:
+        span = f * step
+        count = E.floordiv(E.sub(stop, lo), span) if f > 1 else E.cdiv(E.sub(stop, lo), step)
+        hi = E.add(lo, E.mul(count, span))
+        for idx in _loop_gen(b, lo, hi, span, name, factor=f):
+            yield idx, f
+        lo = hi
+
+
+def _loop_of(b: _Builder, idx) -> dict:
+    e = scalar_expr(idx)
+    if not (isinstance(e, E.Expr) and e.op == "sym" and e.args[0] in b.loop_info):
+        raise b.error("is_loop_begin / is_loop_end take the index of an enclosing pypto.loop")
+    return b.loop_info[e.args[0]]
+
+
+def is_loop_begin(idx) -> SymScalar:
+    b = _b()
+    info = _loop_of(b, idx)
+    return SymScalar(E.eq(scalar_expr(idx), info["start"]))
+
+
+def is_loop_end(idx) -> SymScalar:
+    b = _b()
+    info = _loop_of(b, idx)
+    n = E.cdiv(E.sub(info["stop"], info["start"]), info["step"])
+    last = E.add(info["start"], E.mul(E.sub(n, 1), info["step"]))
+    return SymScalar(E.eq(scalar_expr(idx), last))
+
+
 # -- tracer tensors -------------------------------------------------------------------------
 
 class TraceTensor:
-    """A tensor value while a kernel traces. Parameters are memory: reads see earlier writes."""
+    """A tensor value while a kernel traces. Parameters and locals are memory: reads see
+    earlier writes; `base` and `base_offsets` place a view of memory inside it."""
 
     __array_priority__ = 1000    # make numpy scalars defer to our operators
 
-    def __init__(self, value: Value, param: str | None = None, valid=None):
+    def __init__(self, value: Value, memory: str | None = None, valid=None, is_param=False,
+                 base: "TraceTensor | None" = None, base_offsets=None):
         self.value = value
-        self.param = param
+        self.memory = memory
+        self.is_param = is_param
         self.valid = valid
+        self.base = base
+        self.base_offsets = base_offsets
+        self.scope = tuple(_current[-1].loops) if _current else ()
+
+    @property
+    def param(self) -> str | None:
+        return self.memory if self.is_param else None
 
     @property
     def type(self) -> TensorType:
@@ -252,10 +396,11 @@ class TraceTensor:
         return _b().norm(self.value.type.shape[i])
 
     def __repr__(self) -> str:
-        return f"<traced tensor {self.value.type}{' ' + self.param if self.param else ''}>"
+        return f"<traced tensor {self.value.type}{' ' + self.memory if self.memory else ''}>"
 
     def __bool__(self):
-        raise _b().error("a tensor has no truth value at trace time")
+        raise _b().error("a tensor has no truth value at trace time; compare symbolic scalars "
+                         "(x.shape[0] > 4) for runtime branches")
 
     def __len__(self):
         d = self.dim(0)
@@ -266,56 +411,74 @@ class TraceTensor:
     def __iter__(self):
         raise _b().error("iterating over a tensor is not supported; slice it or use pypto.loop")
 
-    # arithmetic
-    def __add__(self, o): return add(self, o)
-    def __radd__(self, o): return add(o, self)
-    def __sub__(self, o): return sub(self, o)
-    def __rsub__(self, o): return sub(o, self)
-    def __mul__(self, o): return mul(self, o)
-    def __rmul__(self, o): return mul(o, self)
-    def __truediv__(self, o): return div(self, o)
-    def __rtruediv__(self, o): return div(o, self)
-    def __neg__(self): return neg(self)
-    def __matmul__(self, o):
-        raise _b().error("use pypto.matmul(a, b, out_dtype) rather than @ (the output dtype is "
-                         "part of a matmul)")
+    def __getattr__(self, name):
+        # tensor methods mirror the functions: x.exp(), x.sum(-1), x.transpose(0, 1), ...
+        from . import ops
+        fn = ops.METHODS.get(name)
+        if fn is None:
+            raise AttributeError(f"pypto tensors have no attribute {name!r}")
+        return lambda *a, **k: fn(self, *a, **k)
 
-    # methods mirroring the functions
-    def exp(self): return exp(self)
-    def log(self): return log(self)
-    def sqrt(self): return sqrt(self)
-    def rsqrt(self): return rsqrt(self)
-    def abs(self): return abs_(self)
-    def sum(self, dim=None, keepdim=False): return sum(self, dim, keepdim)
-    def amax(self, dim=None, keepdim=False): return amax(self, dim, keepdim)
-    def amin(self, dim=None, keepdim=False): return amin(self, dim, keepdim)
-    def cast(self, dtype): return cast(self, dtype)
-
-    # views and writes
     def __getitem__(self, key):
-        offsets, shape = _slice_key(self, key)
+        from .ops import view
+        offsets, shape = slice_key(self, key)
         return view(self, shape, offsets)
 
     def __setitem__(self, key, value):
-        offsets, shape = _slice_key(self, key)
+        from .ops import assemble, full_like_region
         b = _b()
+        offsets, shape = slice_key(self, key)
         if not isinstance(value, TraceTensor):
-            raise b.error(f"only tensors can be written into {self.param or 'a tensor'} "
-                          f"(got {type(value).__name__})")
+            if scalar_expr(value) is None and not isinstance(value, float):
+                raise b.error(f"only tensors and scalars can be written into "
+                              f"{self.memory or 'a tensor'} (got {type(value).__name__})")
+            value = full_like_region(shape, value, self.dtype)
         if value.ndim != len(shape):
             raise b.error(f"cannot write a rank-{value.ndim} tensor into a rank-{len(shape)} "
-                          f"region of {self.param or 'a tensor'}")
+                          f"region of {self.memory or 'a tensor'}")
         for i, (d, s) in enumerate(zip(value.type.shape, shape)):
-            b.same(d, s, f"writing {value.type} into region {_fmt_shape(shape)} of "
-                         f"{self.param or 'a tensor'}: dim {i} differs")
+            b.same(d, s, f"writing {value.type} into region {fmt_shape(shape)} of "
+                         f"{self.memory or 'a tensor'}: dim {i} differs")
         assemble(value, offsets, self)
 
 
-def _fmt_shape(shape) -> str:
+def _install_operators():
+    from . import ops
+
+    def binop(name, swap=False):
+        fn = getattr(ops, name)
+        return (lambda s, o: fn(o, s)) if swap else (lambda s, o: fn(s, o))
+
+    table = {"__add__": ("add", False), "__radd__": ("add", True), "__sub__": ("sub", False),
+             "__rsub__": ("sub", True), "__mul__": ("mul", False), "__rmul__": ("mul", True),
+             "__truediv__": ("div", False), "__rtruediv__": ("div", True),
+             "__floordiv__": ("floor_div", False), "__rfloordiv__": ("floor_div", True),
+             "__mod__": ("remainder", False), "__rmod__": ("remainder", True),
+             "__pow__": ("pow", False), "__rpow__": ("pow", True),
+             "__and__": ("bitwise_and", False), "__rand__": ("bitwise_and", True),
+             "__or__": ("bitwise_or", False), "__ror__": ("bitwise_or", True),
+             "__xor__": ("bitwise_xor", False), "__rxor__": ("bitwise_xor", True),
+             "__lshift__": ("bitwise_left_shift", False), "__rshift__": ("bitwise_right_shift", False),
+             "__lt__": ("lt", False), "__le__": ("le", False), "__gt__": ("gt", False),
+             "__ge__": ("ge", False), "__eq__": ("eq", False), "__ne__": ("ne", False)}
+    for dunder, (name, swap) in table.items():
+        setattr(TraceTensor, dunder, binop(name, swap))
+    TraceTensor.__neg__ = lambda s: ops.neg(s)
+    TraceTensor.__abs__ = lambda s: ops.abs_(s)
+    TraceTensor.__invert__ = lambda s: ops.bitwise_not(s)
+    TraceTensor.__hash__ = object.__hash__
+
+    def matmul_op(s, o):
+        raise _b().error("use pypto.matmul(a, b, out_dtype) rather than @ (the output dtype is "
+                         "part of a matmul)")
+    TraceTensor.__matmul__ = matmul_op
+
+
+def fmt_shape(shape) -> str:
     return "[" + ", ".join(E.to_str(d) for d in shape) + "]"
 
 
-def _slice_key(t: TraceTensor, key) -> tuple[list, list]:
+def slice_key(t: TraceTensor, key) -> tuple[list, list]:
     b = _b()
     if not isinstance(key, tuple):
         key = (key,)
@@ -331,7 +494,7 @@ def _slice_key(t: TraceTensor, key) -> tuple[list, list]:
         dim = t.dim(i)
         if not isinstance(k, slice):
             raise b.error("integer and tensor indexing are not supported; use slices "
-                          "such as x[i:i+1, :]")
+                          "such as x[i:i+1, :] (or pypto.view)")
         if k.step not in (None, 1):
             raise b.error("slices with a step are not supported")
         lo = 0 if k.start is None else _index(k.start, dim, b)
@@ -342,273 +505,12 @@ def _slice_key(t: TraceTensor, key) -> tuple[list, list]:
 
 
 def _index(v, dim, b) -> E.Ex:
-    e = _scalar_expr(v)
+    e = scalar_expr(v)
     if e is None:
         raise b.error(f"slice bound must be an int or a symbolic scalar, not {type(v).__name__}")
     if isinstance(e, int) and e < 0:
         e = E.add(dim, e)
-    return e
-
-
-# -- op helpers -----------------------------------------------------------------------------
-
-def _as_tensor(x, b: _Builder, what: str) -> TraceTensor:
-    if isinstance(x, TraceTensor):
-        if x.param is not None:
-            b.note_access(x, "read")
-        return x
-    raise b.error(f"{what} expects a tensor, got {type(x).__name__}")
-
-
-def _check_tile(b: _Builder, rank: int, dt: DType, shape, opname: str) -> list:
-    tile = b.vec_tile
-    if tile is None:
-        raise b.error(f"{opname}: no vector tile shape in force; call "
-                      f"pypto.set_vec_tile_shapes(...) before this op")
-    if len(tile) != rank:
-        raise b.error(f"{opname}: tile shape {tuple(tile)} has rank {len(tile)} but the operand "
-                      f"has rank {rank}; give one tile size per dim")
-    last, full = tile[-1], shape[-1] if shape else None
-    if last * dt.itemsize % 32 and not (isinstance(full, int) and last >= full):
-        per = 32 // dt.itemsize if 32 % dt.itemsize == 0 else 32
-        raise b.error(f"tile shape {tuple(tile)} is not 32-byte aligned in dim {rank - 1} "
-                      f"({last} x {dt.itemsize} B = {last * dt.itemsize} B); use a multiple of "
-                      f"{per} elements for {dt}")
-    return list(tile)
-
-
-def _broadcast(b: _Builder, sa, sb, what: str) -> list:
-    out = []
-    n = max(len(sa), len(sb))
-    pa = [1] * (n - len(sa)) + list(sa)
-    pb = [1] * (n - len(sb)) + list(sb)
-    for i, (x, y) in enumerate(zip(pa, pb)):
-        x, y = b.norm(x), b.norm(y)
-        if x == 1:
-            out.append(y)
-        elif y == 1 or x == y:
-            out.append(x)
-        else:
-            out.append(b.same(x, y, f"{what}: shapes {_fmt_shape(sa)} and {_fmt_shape(sb)} do "
-                                    f"not broadcast in dim {i}"))
-    return out
-
-
-def _scalar_attr(v, b: _Builder):
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)):
-        return v
-    if isinstance(v, SymScalar):
-        return v.e
-    if type(v).__module__ == "numpy" and hasattr(v, "item"):
-        return v.item()
-    return None
-
-
-def _unary(name: str, x) -> TraceTensor:
-    b = _b()
-    x = _as_tensor(x, b, name)
-    d = O.UNARY[name]
-    if x.dtype.kind not in d.kinds:
-        raise b.error(f"{name} takes {' or '.join(d.kinds)} tensors, not {x.dtype}")
-    tile = _check_tile(b, x.ndim, x.dtype, x.type.shape, name)
-    op = b.emit(name, [x.value], [TensorType(x.dtype, tuple(b.norm(s) for s in x.type.shape))],
-                {"tile": tile})
-    return TraceTensor(op.result, valid=x.valid)
-
-
-def _binary(name: str, x, y) -> TraceTensor:
-    b = _b()
-    d = O.BINARY[name]
-    if not isinstance(x, TraceTensor) and not isinstance(y, TraceTensor):
-        raise b.error(f"{name} needs at least one tensor operand")
-    if isinstance(x, TraceTensor) and isinstance(y, TraceTensor):
-        _as_tensor(x, b, name), _as_tensor(y, b, name)
-        if x.dtype != y.dtype:
-            raise b.error(f"{name}: dtype mismatch {x.dtype} vs {y.dtype}; convert one with "
-                          f"pypto.cast(t, dtype)")
-        shape = _broadcast(b, x.type.shape, y.type.shape, name)
-        dt, operands, attrs = x.dtype, [x.value, y.value], {}
-        valid = x.valid or y.valid
-    else:
-        t, s, side = (x, y, "rhs") if isinstance(x, TraceTensor) else (y, x, "lhs")
-        _as_tensor(t, b, name)
-        sv = _scalar_attr(s, b)
-        if sv is None:
-            raise b.error(f"{name}: cannot combine a tensor with {type(s).__name__}")
-        shape, dt, operands = list(t.type.shape), t.dtype, [t.value]
-        attrs = {"scalar": sv, "scalar_side": side}
-        valid = t.valid
-    if dt.kind not in d.kinds:
-        raise b.error(f"{name} takes {' or '.join(d.kinds)} tensors, not {dt}")
-    attrs["tile"] = _check_tile(b, len(shape), dt, shape, name)
-    op = b.emit(name, operands, [TensorType(dt, tuple(b.norm(s) for s in shape))], attrs)
-    return TraceTensor(op.result, valid=valid)
-
-
-def _reduce(name: str, x, dim, keepdim: bool) -> TraceTensor:
-    b = _b()
-    x = _as_tensor(x, b, name)
-    if dim is None:
-        dims = list(range(x.ndim))
-    else:
-        dims = [dim] if isinstance(dim, int) else list(dim)
-    norm = []
-    for d in dims:
-        if not isinstance(d, int) or not -x.ndim <= d < x.ndim:
-            raise b.error(f"{name}: dim {d!r} out of range for a rank-{x.ndim} tensor")
-        norm.append(d % x.ndim)
-    norm = sorted(set(norm))
-    tile = _check_tile(b, x.ndim, x.dtype, x.type.shape, name)
-    shape = [1 if i in norm else b.norm(s) for i, s in enumerate(x.type.shape)]
-    if not keepdim:
-        shape = [s for i, s in enumerate(shape) if i not in norm]
-    op = b.emit(name, [x.value], [TensorType(x.dtype, tuple(shape))],
-                {"dims": norm, "keepdim": bool(keepdim), "tile": tile})
-    return TraceTensor(op.result)
-
-
-# -- public ops -----------------------------------------------------------------------------
-
-def add(a, b): return _binary("add", a, b)
-def sub(a, b): return _binary("sub", a, b)
-def mul(a, b): return _binary("mul", a, b)
-def div(a, b): return _binary("div", a, b)
-def maximum(a, b): return _binary("maximum", a, b)
-def minimum(a, b): return _binary("minimum", a, b)
-def neg(x): return _unary("neg", x)
-def exp(x): return _unary("exp", x)
-def log(x): return _unary("log", x)
-def sqrt(x): return _unary("sqrt", x)
-def rsqrt(x): return _unary("rsqrt", x)
-def abs_(x): return _unary("abs", x)
-def tanh(x): return _unary("tanh", x)
-def sigmoid(x): return _unary("sigmoid", x)
-def relu(x): return _unary("relu", x)
-def sum(x, dim=None, keepdim=False): return _reduce("sum", x, dim, keepdim)  # noqa: A001
-def amax(x, dim=None, keepdim=False): return _reduce("amax", x, dim, keepdim)
-def amin(x, dim=None, keepdim=False): return _reduce("amin", x, dim, keepdim)
-
-
-def cast(x, dtype: DType) -> TraceTensor:
-    b = _b()
-    x = _as_tensor(x, b, "cast")
-    if not isinstance(dtype, DType):
-        raise b.error(f"cast: bad dtype {dtype!r}; use pypto.DT_FP16 and friends")
-    # the tile must be aligned for both the source and the destination element size
-    small = x.dtype if x.dtype.itemsize <= dtype.itemsize else dtype
-    tile = _check_tile(b, x.ndim, small, x.type.shape, "cast")
-    op = b.emit("cast", [x.value], [TensorType(dtype, tuple(b.norm(s) for s in x.type.shape))],
-                {"dtype": dtype.name, "tile": tile})
-    return TraceTensor(op.result, valid=x.valid)
-
-
-def matmul(a, b_, out_dtype: DType, a_trans: bool = False, b_trans: bool = False) -> TraceTensor:
-    b = _b()
-    a = _as_tensor(a, b, "matmul")
-    b_ = _as_tensor(b_, b, "matmul")
-    if a.ndim != 2 or b_.ndim != 2:
-        raise b.error(f"matmul takes 2-D operands here, got ranks {a.ndim} and {b_.ndim}")
-    if a_trans or b_trans:
-        raise b.error("matmul with a_trans/b_trans is not supported yet")
-    if a.dtype != b_.dtype:
-        raise b.error(f"matmul: operand dtypes differ ({a.dtype} vs {b_.dtype})")
-    if not isinstance(out_dtype, DType):
-        raise b.error(f"matmul: out_dtype must be a pypto dtype, got {out_dtype!r}")
-    if b.cube_tile is None:
-        raise b.error("matmul needs cube tile shapes: call pypto.set_cube_tile_shapes(m, k, n) "
-                      "before it")
-    m, k = a.type.shape
-    k2, n = b_.type.shape
-    b.same(k, k2, f"matmul: inner dims differ ({_fmt_shape(a.type.shape)} @ "
-                  f"{_fmt_shape(b_.type.shape)})")
-    op = b.emit("matmul", [a.value, b_.value], [TensorType(out_dtype, (b.norm(m), b.norm(n)))],
-                {"out_dtype": out_dtype.name, "cube": [list(t) for t in b.cube_tile]})
-    return TraceTensor(op.result)
-
-
-def view(t, shape, offsets, valid_shape=None) -> TraceTensor:
-    b = _b()
-    t = _as_tensor(t, b, "view")
-    shape = [_dim_arg(s, b, "view shape") for s in shape]
-    offsets = [_dim_arg(o, b, "view offset") for o in offsets]
-    if len(shape) != t.ndim or len(offsets) != t.ndim:
-        raise b.error(f"view of a rank-{t.ndim} tensor needs {t.ndim} sizes and offsets")
-    for i, (o, s, d) in enumerate(zip(offsets, shape, t.type.shape)):
-        end = E.add(o, s)
-        if isinstance(end, int) and isinstance(d, int) and end > d and valid_shape is None:
-            raise b.error(f"view [{E.to_str(o)}:{E.to_str(end)}] is out of bounds in dim {i} "
-                          f"(size {d}); pass valid_shape= for a tail")
-    attrs = {"offsets": offsets, "shape": shape}
-    valid = None
-    if valid_shape is not None:
-        valid = [_dim_arg(v, b, "valid_shape") for v in valid_shape]
-        if len(valid) != t.ndim:
-            raise b.error(f"valid_shape needs {t.ndim} entries")
-        attrs["valid"] = valid
-    op = b.emit("view", [t.value], [TensorType(t.dtype, tuple(shape))], attrs)
-    return TraceTensor(op.result, valid=valid)
-
-
-def _dim_arg(v, b: _Builder, what: str) -> E.Ex:
-    e = _scalar_expr(v)
-    if e is None:
-        raise b.error(f"{what} must be an int or a symbolic scalar, not {type(v).__name__}")
     return b.norm(e)
-
-
-def assemble(src, offsets, dst) -> None:
-    b = _b()
-    src = _as_tensor(src, b, "assemble")
-    if not isinstance(dst, TraceTensor) or dst.param is None:
-        raise b.error("assemble writes into a kernel parameter (an output tensor)")
-    offsets = [_dim_arg(o, b, "assemble offset") for o in offsets]
-    if len(offsets) != dst.ndim or src.ndim != dst.ndim:
-        raise b.error(f"assemble: a rank-{src.ndim} source into a rank-{dst.ndim} destination "
-                      f"with {len(offsets)} offsets")
-    if src.dtype != dst.dtype:
-        raise b.error(f"assemble: source dtype {src.dtype} differs from {dst.param}'s {dst.dtype}; "
-                      f"cast it first")
-    for i, (o, s, d) in enumerate(zip(offsets, src.type.shape, dst.type.shape)):
-        end = E.add(o, s)
-        if isinstance(end, int) and isinstance(d, int) and end > d and src.valid is None:
-            raise b.error(f"assemble writes [{E.to_str(o)}:{end}] in dim {i} of {dst.param}, "
-                          f"which has size {d}")
-    b.note_access(dst, "write")
-    attrs = {"offsets": offsets}
-    if b.vec_tile is not None and len(b.vec_tile) == src.ndim:
-        attrs["tile"] = list(b.vec_tile)
-    b.emit("assemble", [src.value, dst.value], [], attrs)
-
-
-def set_vec_tile_shapes(*dims) -> None:
-    b = _b()
-    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
-        dims = tuple(dims[0])
-    if not dims or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
-        raise b.error(f"set_vec_tile_shapes takes positive ints, got {dims!r}")
-    b.vec_tile = list(dims)
-
-
-def get_vec_tile_shapes() -> tuple:
-    return tuple(_b().vec_tile or ())
-
-
-def set_cube_tile_shapes(m, k, n, enable_split_k: bool = False) -> None:
-    b = _b()
-    out = []
-    for name, v in (("m", m), ("k", k), ("n", n)):
-        pair = [v, v] if isinstance(v, int) else list(v)
-        if len(pair) != 2 or not all(isinstance(x, int) and x > 0 for x in pair):
-            raise b.error(f"set_cube_tile_shapes: {name} must be an int or [L0, L1], got {v!r}")
-        if pair[1] % pair[0]:
-            raise b.error(f"set_cube_tile_shapes: {name} L0 size {pair[0]} must divide its L1 "
-                          f"size {pair[1]}")
-        out.append(pair)
-    if enable_split_k:
-        raise b.error("set_cube_tile_shapes: enable_split_k is not supported yet")
-    b.cube_tile = out
 
 
 # -- kernels --------------------------------------------------------------------------------
@@ -650,17 +552,60 @@ class Kernel:
 
 
 def jit(fn=None, **options):
-    """Decorator: @pypto.jit or @pypto.jit(...) marks a Tensor-mode kernel."""
+    """Decorator: @pypto.jit or @pypto.jit(backend=..., target=..., threads=...)."""
     if fn is None:
         return lambda f: Kernel(f, **options)
     return Kernel(fn)
 
 
 def trace_kernel(k: Kernel, consts: dict, static: dict) -> Document:
-    """Run the kernel on tracer tensors and return its Tensor Graph document."""
+    """Trace every path of the kernel and merge them into one Tensor Graph document."""
+    if not hasattr(TraceTensor, "__add__"):
+        _install_operators()
     op_file = os.path.basename(inspect.getsourcefile(k.fn) or "<unknown>")
-    b = _Builder(op_file)
-    args, symbols, params = [], {}, []
+    const_vals = _bind_consts(k, consts)
+    decisions: list = []
+    merged, first = None, None
+    npaths = 0
+    while True:
+        b = _trace_path(k, op_file, const_vals, static, list(decisions))
+        npaths += 1
+        if first is None:
+            first, merged = b, b.regions[0]
+        else:
+            _merge_region(merged, b.regions[0], {})
+            first.written |= b.written
+            first.constraints += [c for c in b.constraints if c not in first.constraints]
+            first.subst.update(b.subst)
+        d = list(b.decisions)
+        while d and d[-1] is False:
+            d.pop()
+        if not d:
+            break
+        d[-1] = False
+        decisions = d
+        if npaths >= MAX_PATHS:
+            raise CompileError(f"{k.name}: more than {MAX_PATHS} runtime branch combinations; "
+                               f"reduce the number of symbolic `if`s or unroll factors")
+    _check_no_markers(merged)
+    b = first
+    for p in merged:
+        if p.name == "param":
+            p.attrs["role"] = "output" if p.result.name in b.written else "input"
+    _warn_rebound(k, b)
+    doc = Document("tensor", merged)
+    _normalise(doc, b)
+    doc.attrs = {"kernel": k.name, "file": op_file,
+                 "params": [n for n, _ in k.tensor_params],
+                 "symbols": b.symbols, "constraints": b.constraints,
+                 "consts": {n: v for n, v in const_vals.items() if _is_plain(v)}}
+    return doc
+
+
+def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisions: list):
+    b = _Builder(op_file, decisions)
+    args, symbols = [], {}
+    line = k.fn.__code__.co_firstlineno
     for idx, (pname, spec) in enumerate(k.tensor_params):
         shape = []
         for axis, d in enumerate(spec.shape):
@@ -680,37 +625,94 @@ def trace_kernel(k: Kernel, consts: dict, static: dict) -> Document:
             symbols.setdefault(sname, {"kind": kind, "dims": []})["dims"].append([pname, axis])
             shape.append(E.sym(sname))
         v = Value(TensorType(spec.dtype, tuple(shape)), pname)
-        op = Op("param", [], [v], {"index": idx}, [], None)
-        b.regions[0].append(op)
-        params.append(op)
-        args.append(TraceTensor(v, param=pname))
-    const_vals = _bind_consts(k, consts)
+        b.regions[0].append(Op("param", [], [v], {"index": idx}, [], Loc(op_file, line)))
+        args.append(TraceTensor(v, memory=pname, is_param=True))
+    b.symbols = symbols
     _current.append(b)
     try:
         k.fn(*args, **const_vals)
-    except CompileError:
+    except errors.PyptoError:
         raise
     except RecursionError:
         raise CompileError(f"{k.name}: tracing recursed too deeply") from None
-    except errors.PyptoError:
-        raise
     except Exception as exc:
         raise CompileError(f"{k.name} raised {type(exc).__name__} while tracing: {exc}",
                            _user_loc(exc)) from None
     finally:
         _current.pop()
-    for p in params:
-        name = p.result.name
-        p.attrs["role"] = "output" if name in b.written else "input"
-    _warn_rebound(k, b)
-    doc = Document("tensor", b.regions[0])
-    _normalise(doc, b)
-    doc.attrs = {"kernel": k.name, "file": op_file,
-                 "params": [p.result.name for p in params],
-                 "symbols": symbols, "constraints": b.constraints,
-                 "consts": {n: v for n, v in const_vals.items() if _is_plain(v)}}
-    return doc
+    return b
 
+
+# -- merging paths --------------------------------------------------------------------------
+
+def _same_attr(a, b, vm) -> bool:
+    return a == b
+
+
+def _same_op(a: Op, b: Op, vm: dict) -> bool:
+    if a.name != b.name or a.loc != b.loc or len(a.operands) != len(b.operands):
+        return False
+    if [vm.get(v, v) for v in b.operands] != a.operands:
+        return False
+    if [r.type for r in a.results] != [r.type for r in b.results]:
+        return False
+    if [r.name for r in a.results] != [r.name for r in b.results]:
+        return False
+    return _same_attr(a.attrs, b.attrs, vm)
+
+
+def _remap(ops: list, vm: dict) -> list:
+    for top in ops:
+        for op in top.walk():
+            op.operands = [vm.get(v, v) for v in op.operands]
+    return ops
+
+
+def _merge_region(a_ops: list, b_ops: list, vm: dict) -> None:
+    """Merge path b into the merged graph a (a region list, edited in place)."""
+    i = 0
+    while i < len(b_ops):
+        bo = b_ops[i]
+        if i >= len(a_ops):
+            a_ops.extend(_remap(b_ops[i:], vm))
+            return
+        ao = a_ops[i]
+        if bo.name == "branch" and ao.name == "if" and ao.attrs["cond"] == bo.attrs["cond"] \
+                and ao.attrs.get("id") == bo.attrs["id"]:
+            side = ao.regions[0 if bo.attrs["taken"] else 1]
+            _merge_region(side, b_ops[i + 1:], vm)
+            return
+        if bo.name == "branch" and ao.name == "branch" and ao.attrs["id"] == bo.attrs["id"]:
+            if ao.attrs["taken"] == bo.attrs["taken"]:
+                i += 1
+                continue
+            rest_a, rest_b = a_ops[i + 1:], _remap(b_ops[i + 1:], vm)
+            then, other = (rest_a, rest_b) if ao.attrs["taken"] else (rest_b, rest_a)
+            a_ops[i:] = [Op("if", [], [], {"cond": ao.attrs["cond"], "id": ao.attrs["id"]},
+                            [then, other], ao.loc)]
+            return
+        if not _same_op(ao, bo, vm):
+            raise CompileError(f"the traced paths of the kernel differ at {bo.name} (line "
+                               f"{bo.loc.line if bo.loc else '?'}) without a runtime branch "
+                               f"before it: does the kernel depend on state outside the "
+                               f"trace (a counter, randomness)?", bo.loc)
+        for ra, rb in zip(ao.results, bo.results):
+            vm[rb] = ra
+        for ra, rb in zip(ao.regions, bo.regions):
+            _merge_region(ra, rb, vm)
+        i += 1
+
+
+def _check_no_markers(ops: list) -> None:
+    for top in ops:
+        for op in top.walk():
+            if op.name == "branch":
+                raise CompileError("internal error: a runtime branch was not resolved", op.loc)
+            if op.name == "if":
+                op.attrs.pop("id", None)
+
+
+# -- finishing ------------------------------------------------------------------------------
 
 def _is_plain(v) -> bool:
     return isinstance(v, (int, float, str, bool)) or v is None
@@ -785,4 +787,3 @@ def find_kernels(module) -> list[Kernel]:
 DT_FP32, DT_FP16, DT_BF16 = _dtype("f32"), _dtype("f16"), _dtype("bf16")
 DT_INT8, DT_INT16, DT_INT32, DT_INT64 = _dtype("i8"), _dtype("i16"), _dtype("i32"), _dtype("i64")
 DT_UINT8, DT_BOOL = _dtype("u8"), _dtype("bool")
-

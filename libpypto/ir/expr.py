@@ -198,12 +198,16 @@ def _minmax(op: str, a: Ex, b: Ex) -> Ex:
     return Expr(op, tuple(sorted(kept, key=_sort_key)))
 
 
-def minimum(a: Ex, b: Ex) -> Ex:
-    return _minmax("min", a, b)
+def minimum(a: Ex, *rest: Ex) -> Ex:
+    for b in rest:
+        a = _minmax("min", a, b)
+    return a
 
 
-def maximum(a: Ex, b: Ex) -> Ex:
-    return _minmax("max", a, b)
+def maximum(a: Ex, *rest: Ex) -> Ex:
+    for b in rest:
+        a = _minmax("max", a, b)
+    return a
 
 
 def _cmp(op: str, a: Ex, b: Ex, fold: Callable[[int, int], bool]) -> Ex:

@@ -21,10 +21,16 @@ class Diagnostic:
         return f"{self.loc}: {self.message}" if self.loc else self.message
 
 
-TENSOR_OPS = {"param", "view", "assemble", "matmul", "cast", "sum", "amax", "amin"} \
-    | set(O.ELEMENTWISE)
+TENSOR_OPS = {"param", "tensor", "view", "assemble", "matmul", "cast", "sum", "prod", "amax",
+              "amin", "argmax", "argmin", "cumsum", "cumprod", "topk", "sort", "argsort",
+              "reshape", "permute", "tril", "triu", "gather", "index_select", "scatter",
+              "index_add", "full", "arange", "loop", "if"} | set(O.ELEMENTWISE)
+UNTILED = {"param", "tensor", "view", "loop", "if", "reshape"}
 TILE_INSTRS = {"tile", "tload", "tstore", "tmov", "textract", "tmatmul", "treduce", "texpands",
-               "tcvt", "treshape", "for"} | {"t" + n for n in O.ELEMENTWISE}
+               "tcvt", "treshape", "for", "tiota", "ttri", "targreduce", "tscan", "tsort",
+               "ttrans", "tgather", "tscatter"} | {"t" + n for n in O.ELEMENTWISE}
+GM_DIRECT = {"tscatter"}          # instructions that work on GM tensors only
+REGIONS = {"loop", "if"}
 SPACES_OK = {  # instruction -> allowed (dst space, src spaces) once memory is assigned
     "tload": ({"ub", "l1"}, None),
     "textract": ({"l0a", "l0b"}, {"l1"}),
@@ -61,8 +67,8 @@ class _Verifier:
     def level_tensor(self, doc) -> None:
         self.tensor_ops(doc.body, doc.attrs)
 
-    def tensor_ops(self, ops, attrs) -> None:
-        params = set()
+    def tensor_ops(self, ops, attrs, memory=None) -> None:
+        memory = set() if memory is None else memory
         for op in ops:
             if op.name not in TENSOR_OPS:
                 self.err(f"unknown tensor-level op {op.name!r}", op.loc)
@@ -70,12 +76,20 @@ class _Verifier:
             for r in op.results:
                 if not isinstance(r.type, (TensorType, ScalarType)):
                     self.err(f"{op.name} result must be a tensor, got {r.type}", op.loc)
-            if op.name == "param":
-                params.add(op.result)
+            if op.name in ("param", "tensor"):
+                memory.add(op.result)
             elif op.name == "assemble":
-                if len(op.operands) != 2 or op.operands[1] not in params:
-                    self.err("assemble must write into a kernel parameter", op.loc)
-            elif op.name != "view" and op.name != "param":
+                if len(op.operands) != 2 or op.operands[1] not in memory:
+                    self.err("assemble must write into a kernel parameter or a local tensor",
+                             op.loc)
+            elif op.name in REGIONS:
+                if op.name == "loop" and not all(k in op.attrs for k in ("var", "start", "stop", "step")):
+                    self.err("loop without var/start/stop/step", op.loc)
+                if op.name == "if" and "cond" not in op.attrs:
+                    self.err("if without a cond", op.loc)
+                for r in op.regions:
+                    self.tensor_ops(r, attrs, memory)
+            elif op.name not in UNTILED:
                 self.tile_attr(op)
 
     def tile_attr(self, op) -> None:
@@ -85,8 +99,15 @@ class _Verifier:
                 self.err("matmul needs cube tile shapes [[mL0, mL1], [kL0, kL1], [nL0, nL1]]",
                          op.loc)
             return
+        if op.name == "assemble" and "tile" not in op.attrs:
+            return
         tile = op.attrs.get("tile")
-        src = op.operands[0].type if op.operands else op.result.type
+        # the data operand fixes rank and alignment (not a bool mask, not the result)
+        data = [v.type for v in op.operands if v.type.dtype.kind != "bool"] or \
+            [v.type for v in op.operands] or [r.type for r in op.results]
+        src = data[0]
+        if op.name in ("permute", "gather"):
+            src = op.result.type
         if not isinstance(tile, list) or not all(isinstance(t, int) and t > 0 for t in tile):
             self.err(f"{op.name} has no valid tile shape", op.loc)
             return
@@ -94,31 +115,36 @@ class _Verifier:
             self.err(f"tile shape {tuple(tile)} has rank {len(tile)} but the operand has rank "
                      f"{src.rank}", op.loc)
             return
-        dts = [src.dtype] + [r.type.dtype for r in op.results]
+        dt = src.dtype
+        if op.name == "cast" and op.results[0].type.dtype.itemsize < dt.itemsize:
+            dt = op.results[0].type.dtype
         full = src.shape[-1] if src.shape else None
-        for dt in dts:
-            if tile[-1] * dt.itemsize % 32 and not (isinstance(full, int) and tile[-1] >= full):
-                self.err(f"tile shape {tuple(tile)} is not 32-byte aligned in dim {len(tile) - 1} "
-                         f"({tile[-1]} x {dt.itemsize} B)", op.loc)
-                return
+        if tile and tile[-1] * dt.itemsize % 32 and not (isinstance(full, int) and tile[-1] >= full):
+            self.err(f"tile shape {tuple(tile)} is not 32-byte aligned in dim {len(tile) - 1} "
+                     f"({tile[-1]} x {dt.itemsize} B)", op.loc)
 
     # -- tile and block ----------------------------------------------------------------------
     def level_tile(self, doc) -> None:
         self.gm_and_source(doc)
-        for op in doc.body:
-            if op.name == "kernel":
-                self.kernel(op, block=False)
-            elif op.name not in ("gm", "source"):
-                self.err(f"unexpected top-level op {op.name!r} in a tile-level graph", op.loc)
+        self.kernels(doc.body, "kernel", False, doc.attrs)
 
     def level_block(self, doc) -> None:
         self.gm_and_source(doc)
-        for op in doc.body:
-            if op.name == "block":
-                self.kernel(op, block=True)
-                self.buffers(op, doc.attrs.get("target", {}))
-            elif op.name not in ("gm", "source"):
-                self.err(f"unexpected top-level op {op.name!r} in a block-level graph", op.loc)
+        self.kernels(doc.body, "block", True, doc.attrs)
+
+    def kernels(self, ops, kind: str, block: bool, attrs, top: bool = True) -> None:
+        allowed = {kind, "loop", "if"} | ({"gm", "source"} if top else set())
+        for op in ops:
+            if op.name == kind:
+                self.kernel(op, block=block)
+                if block:
+                    self.buffers(op, attrs.get("target", {}))
+            elif op.name in REGIONS:
+                for r in op.regions:
+                    self.kernels(r, kind, block, attrs, top=False)
+            elif op.name not in allowed:
+                self.err(f"unexpected op {op.name!r} in a {'block' if block else 'tile'}-level "
+                         f"graph", op.loc)
 
     def gm_and_source(self, doc) -> None:
         sources = [op for op in doc.body if op.name == "source"]
@@ -167,6 +193,12 @@ class _Verifier:
         for v in tiles:
             if v not in declared:
                 self.err(f"{op.name} uses a tile not declared in this kernel", loc)
+        if op.name in GM_DIRECT:
+            if tiles or not all(isinstance(v.type, TensorType) for v in op.operands):
+                self.err(f"{op.name} works on GM tensors only", loc)
+            if block and "pipe" not in op.attrs:
+                self.err(f"{op.name} has no pipe at block level", loc)
+            return
         if not tiles:
             self.err(f"{op.name} needs a destination tile", loc)
             return
@@ -178,7 +210,7 @@ class _Verifier:
             for key in ("offsets", "valid"):
                 if len(op.attrs.get(key, [])) != gm.rank:
                     self.err(f"{op.name} {key} must have {gm.rank} entries", loc)
-            if tile.rank != gm.rank:
+            if tile.rank > gm.rank:
                 self.err(f"{op.name} of a rank-{tile.rank} tile from a rank-{gm.rank} tensor", loc)
         rule = SPACES_OK.get(op.name)
         if rule and all(v.type.space != "any" for v in tiles):
@@ -222,12 +254,21 @@ class _Verifier:
                         continue
                     for x in inner.walk():
                         self.instr(x, declared, True, op.loc)
-        ntask = 0
-        for op in doc.body:
-            if op.name != "task":
-                if op.name not in ("gm", "source", "program", "schedule", "code"):
-                    self.err(f"unexpected top-level op {op.name!r} in an exec-level graph", op.loc)
+        self.ntask = 0
+        self.tasks(doc.body, progs, top=True)
+
+    def tasks(self, ops, progs, top: bool) -> None:
+        for op in ops:
+            if op.name in REGIONS:
+                for r in op.regions:
+                    self.tasks(r, progs, top=False)
                 continue
+            if op.name != "task":
+                if not top or op.name not in ("gm", "source", "program", "schedule", "code"):
+                    self.err(f"unexpected op {op.name!r} in an exec-level graph", op.loc)
+                continue
+            ntask = self.ntask
+            self.ntask += 1
             p = progs.get(op.attrs.get("program"))
             if p is None:
                 self.err(f"task refers to unknown program {op.attrs.get('program')!r}", op.loc)
@@ -241,7 +282,6 @@ class _Verifier:
             for d in op.attrs.get("after", []):
                 if not (isinstance(d, int) and 0 <= d < ntask):
                     self.err(f"task depends on {d!r}, which is not an earlier task", op.loc)
-            ntask += 1
 
     def level_sched(self, doc) -> None:
         self.level_exec(doc)
@@ -250,7 +290,7 @@ class _Verifier:
             self.err(f"expected one schedule op, found {len(scheds)}")
             return
         s = scheds[0].attrs
-        ntasks = sum(1 for op in doc.body if op.name == "task")
+        ntasks = sum(1 for op in doc.walk() if op.name == "task")
         if len(s.get("order", [])) != ntasks:
             self.err("schedule order must list every task once")
         elif sorted(s["order"]) != list(range(ntasks)):

@@ -14,7 +14,7 @@ from ..ir.types import TileType
 def assign_memory(doc: Document, *, target) -> Document:
     """Place tiles in UB / L1 / L0A / L0B / L0C and assign each instruction its pipe."""
     doc = copy_doc(doc)
-    for k in doc.body:
+    for k in doc.walk():
         if k.name == "kernel":
             _assign(k.regions[0])
     return doc
@@ -55,6 +55,10 @@ def pipe_of(op) -> str:
         return "FIX" if op.operands[0].type.space == "l0c" else "MTE3"
     if name == "textract":
         return "MTE1"
+    if name == "tgather":
+        return "MTE2"
+    if name == "tscatter":
+        return "MTE3"
     if name == "tmatmul":
         return "M"
     if name == "tmov":

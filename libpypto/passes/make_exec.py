@@ -18,33 +18,37 @@ def make_exec(doc: Document, *, target) -> Document:
     """Deduplicate isomorphic blocks into programs; one task per block with its footprints."""
     doc = copy_doc(doc)
     programs: dict[str, Op] = {}
-    tasks: list[Op] = []
-    rest = [op for op in doc.body if op.name != "block"]
-    accesses: list = []
-    for blk in (op for op in doc.body if op.name == "block"):
-        prog, tensors, scalars = _program(blk)
+    rest = [op for op in doc.body if op.name in ("source", "gm")]
+    body = _region([op for op in doc.body if op.name not in ("source", "gm")], programs)
+    doc.body = rest + list(programs.values()) + body
+    return doc
+
+
+def _region(ops: list, programs: dict) -> list:
+    out, accesses = [], []
+    for op in ops:
+        if op.name != "block":
+            op.regions = [_region(r, programs) for r in op.regions]
+            out.append(op)
+            continue
+        prog, tensors, scalars = _program(op)
         key = _canonical(prog)
         if key not in programs:
             prog.attrs["name"] = f"p{len(programs)}"
             programs[key] = prog
         prog = programs[key]
-        reads, writes = _footprints(blk, tensors)
-        attrs = {"program": prog.attrs["name"], "block": blk.attrs["name"],
-                 "grid": blk.attrs["grid"], "scalars": scalars, "reads": reads,
-                 "writes": writes, "ops": blk.attrs.get("ops", [])}
-        tasks.append(Op("task", tensors, [], attrs, [], blk.loc))
-        accesses.append(({t for t, *_ in reads}, {t for t, *_ in writes}, tensors))
-    for j, (rj, wj, tj) in enumerate(accesses):
-        deps = []
-        for i in range(j):
-            ri, wi, ti = accesses[i]
-            si, sj = {ti[k] for k in ri | wi}, {tj[k] for k in rj | wj}
-            wi_t, wj_t = {ti[k] for k in wi}, {tj[k] for k in wj}
-            if (wi_t & sj) or (wj_t & si):
-                deps.append(i)
-        tasks[j].attrs["after"] = deps
-    doc.body = rest + list(programs.values()) + tasks
-    return doc
+        reads, writes = _footprints(op, tensors)
+        attrs = {"program": prog.attrs["name"], "block": op.attrs["name"],
+                 "grid": op.attrs["grid"], "scalars": scalars, "reads": reads,
+                 "writes": writes, "ops": op.attrs.get("ops", [])}
+        task = Op("task", tensors, [], attrs, [], op.loc)
+        out.append(task)
+        accesses.append((task, {tensors[t] for t, *_ in reads}, {tensors[t] for t, *_ in writes}))
+    # informational: earlier tasks of this region that must (partly) precede each task
+    for j, (tj, rj, wj) in enumerate(accesses):
+        tj.attrs["after"] = [i for i in range(j)
+                             if (accesses[i][2] & (rj | wj)) or (wj & accesses[i][1])]
+    return out
 
 
 def _program(blk: Op) -> tuple[Op, list, list]:
@@ -132,11 +136,26 @@ def _footprints(blk: Op, tensors: list) -> tuple[list, list]:
                 hi = [E.substitute(E.add(o, E.maximum(v, 0)), hi_env) for o, v in zip(offs, valid)]
                 entry = [tensors.index(op.operands[1]), lo, hi]
                 (reads if op.name == "tload" else writes).append(entry)
+            elif op.name == "tgather":
+                reads.append(_region_box(tensors.index(op.operands[1]), op.attrs))
+            elif op.name == "tscatter":
+                a = op.attrs
+                out_box = _region_box(tensors.index(op.operands[0]), a["out_region"])
+                writes.append(out_box)
+                reads.append(out_box)
+                reads.append(_region_box(tensors.index(op.operands[1]), a["index_region"]))
+                if len(op.operands) > 2:
+                    reads.append(_region_box(tensors.index(op.operands[2]), a["src_region"]))
             for r in op.regions:
                 visit(r, loops)
 
     visit(blk.regions[0], [])
     return _unique(reads), _unique(writes)
+
+
+def _region_box(tensor: int, a: dict) -> list:
+    offs = a["region_offsets"]
+    return [tensor, list(offs), [E.add(o, s) for o, s in zip(offs, a["region_shape"])]]
 
 
 def _unique(items: list) -> list:

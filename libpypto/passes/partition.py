@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..ir.core import Document, Op, clone_ops, copy_doc
 from ..ir.types import TileType
+from ..ir.instr import dests, sources
 from .alloc import plan
 from .assign_memory import pipe_of
 
@@ -21,17 +22,43 @@ def partition(doc: Document, *, target, fuse: bool = True) -> Document:
     fuse: merge kernels at all (fuse=false gives one block per kernel).
     """
     doc = copy_doc(doc)
-    kernels = [op for op in doc.body if op.name == "kernel"]
-    rest = [op for op in doc.body if op.name != "kernel"]
-    p = _Partitioner(kernels, target)
-    if fuse:
-        p.fuse()
-    blocks = [p.make_block(i, g) for i, g in enumerate(p.ordered_groups())]
+    rest = [op for op in doc.body if op.name in ("source", "gm")]
+    counter = [0]
+    body = _partition_region([op for op in doc.body if op.name not in ("source", "gm")],
+                             target, fuse, counter)
+    blocks = [op for top in body for op in top.walk() if op.name == "block"]
     _drop_dead_stores(blocks, rest)
-    doc.body = [op for op in rest if op.name != "gm" or op.attrs.get("_live", True)] + blocks
+    doc.body = [op for op in rest if op.name != "gm" or op.attrs.get("_live", True)] + body
     for op in doc.body:
         op.attrs.pop("_live", None)
     return doc
+
+
+def _partition_region(ops: list, target, fuse: bool, counter: list) -> list:
+    """Fuse runs of kernels between region ops; regions are partitioned inside, never across."""
+    out: list = []
+    segment: list = []
+
+    def flush():
+        if not segment:
+            return
+        p = _Partitioner(list(segment), target)
+        if fuse:
+            p.fuse()
+        for g in p.ordered_groups():
+            out.append(p.make_block(counter[0], g))
+            counter[0] += 1
+        segment.clear()
+
+    for op in ops:
+        if op.name == "kernel":
+            segment.append(op)
+            continue
+        flush()
+        op.regions = [_partition_region(r, target, fuse, counter) for r in op.regions]
+        out.append(op)
+    flush()
+    return out
 
 
 def access_key(op: Op) -> tuple:
@@ -54,12 +81,20 @@ class _Partitioner:
 
     @staticmethod
     def _accesses(k: Op) -> list:
+        """(gm tensor, r|w, footprint key, at top level) of every GM access of a kernel;
+        GM-direct instructions count as whole-region accesses that never fuse."""
         out = []
         for top in k.regions[0]:
             for op in top.walk():
                 if op.name in ("tload", "tstore"):
                     mode = "r" if op.name == "tload" else "w"
                     out.append((op.operands[1], mode, access_key(op), op in k.regions[0]))
+                elif op.name == "tgather":
+                    out.append((op.operands[1], "r", ("region", id(op)), False))
+                elif op.name == "tscatter":
+                    out.append((op.operands[0], "w", ("region", id(op)), False))
+                    for v in op.operands[1:]:
+                        out.append((v, "r", ("region", id(op)), False))
         return out
 
     def _edges(self) -> None:
@@ -277,23 +312,16 @@ def _drop_unused_tiles(body: list) -> None:
         reads: set = set()
         for top in body:
             for op in top.walk():
-                if op.name in ("tstore",):
-                    reads.add(op.operands[0])
-                elif op.name not in ("tile",):
-                    reads.update(v for v in op.operands[1:] if isinstance(v.type, TileType))
-                    if op.name == "tmatmul" or (op.name in _READS_DST):
-                        reads.add(op.operands[0])
+                if op.name not in ("tile", "for", "if"):
+                    reads.update(sources(op))
         removed = False
 
         def prune(ops):
             nonlocal removed
             keep = []
             for op in ops:
-                if op.name == "tile" and op.result not in reads:
-                    removed = True
-                    continue
-                if op.name not in ("tstore", "for", "if", "tile") and op.operands and \
-                        isinstance(op.operands[0].type, TileType) and op.operands[0] not in reads:
+                outs = dests(op) if op.name not in ("tile", "for", "if") else None
+                if outs and not any(v in reads for v in outs):
                     removed = True
                     continue
                 op.regions = [prune(r) for r in op.regions]
@@ -301,10 +329,19 @@ def _drop_unused_tiles(body: list) -> None:
             return keep
 
         body[:] = prune(body)
+        used = {v for top in body for op in top.walk() for v in op.operands}
+
+        def drop_tiles(ops):
+            nonlocal removed
+            out = []
+            for op in ops:
+                if op.name == "tile" and op.result not in used:
+                    removed = True
+                    continue
+                op.regions = [drop_tiles(r) for r in op.regions]
+                out.append(op)
+            return out
+
+        body[:] = drop_tiles(body)
         if not removed:
             return
-
-
-# instructions that read their destination as well (accumulate into it)
-_READS_DST = {"tmatmul"}
-

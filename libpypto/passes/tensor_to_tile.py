@@ -2,10 +2,12 @@
 
 Each compute op becomes a `kernel` over a grid of output tiles (grid variables g0, g1, ...):
 copy-in of its operand tiles (`tload`), tile instructions, copy-out (`tstore`) into a GM
-workspace tensor. Reductions that span several tiles loop over them into an accumulator;
-matmul loops over K in L1-sized steps and L0-sized sub-steps. Writes into parameters
-(`assemble`) become copy kernels that later fusion folds into their producers. Grids are
-symbolic, so the expansion is linear in the number of ops whatever the tensor sizes.
+workspace tensor. Reductions and scans that span several tiles loop over them with an
+accumulator (a carry); matmul loops over K in L1-sized steps and L0-sized sub-steps; sorts
+work on whole rows. Writes into parameters and locals (`assemble`) become copy kernels that
+later fusion folds into their producers. `loop` and `if` regions stay regions, with kernels
+inside. Grids are symbolic, so the expansion is linear in the number of ops whatever the
+tensor sizes.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from ..errors import CompileError
 from ..ir import expr as E
 from ..ir import ops as O
 from ..ir.core import Document, Op, Value, clone_ops
-from ..ir.types import DTYPES, F32, TensorType, TileType
+from ..ir.types import DTYPES, F32, I64, TensorType, TileType
 
 
 @dataclass
@@ -33,8 +35,7 @@ def tensor_to_tile(doc: Document, *, target) -> Document:
                    producer=list(doc.producer))
     out.body.append(Op("source", regions=[clone_ops(doc.body, {})]))
     x = _Expander(out, target)
-    for i, op in enumerate(doc.body):
-        x.expand(i, op)
+    x.region(doc.body, out.body)
     return out
 
 
@@ -44,41 +45,91 @@ class _Expander:
         self.home: dict[Value, Home] = {}
         self.tile_of: dict[Value, list] = {}
         self.nkernels = 0
+        self.nws = 0
+        self.dest: list = out.body
 
     # helpers
     def gm(self, name: str, t: TensorType, attrs: dict, loc=None) -> Value:
         v = Value(t, name)
-        self.out.body.append(Op("gm", [], [v], attrs, [], loc))
+        self.out.body.insert(self._gm_pos(), Op("gm", [], [v], attrs, [], loc))
         return v
+
+    def _gm_pos(self) -> int:
+        pos = 0
+        for i, op in enumerate(self.out.body):
+            if op.name in ("source", "gm"):
+                pos = i + 1
+        return pos
 
     def kernel(self, op: Op, grid: list, body: list, tile) -> None:
         attrs = {"grid": grid, "name": f"k{self.nkernels}", "op": op.name, "tile": tile}
-        self.out.body.append(Op("kernel", [], [], attrs, [body], op.loc))
+        self.dest.append(Op("kernel", [], [], attrs, [body], op.loc))
         self.nkernels += 1
 
-    def expand(self, i: int, op: Op) -> None:
+    def region(self, ops: list, dest: list) -> None:
+        saved, self.dest = self.dest, dest
+        for op in ops:
+            self.expand(op)
+        self.dest = saved
+
+    def expand(self, op: Op) -> None:
         fn = getattr(self, "x_" + op.name, None)
         if fn is None and O.is_elementwise(op.name):
             fn = self.x_elementwise
         if fn is None:
             raise CompileError(f"tensor-to-tile: no tiling rule for op {op.name!r}", op.loc)
-        fn(i, op)
+        fn(op)
 
-    def workspace(self, i: int, op: Op) -> Home:
-        v = op.result
-        ws = self.gm(f"ws{i}", v.type, {"workspace": True}, op.loc)
+    def workspace(self, op: Op, i: int = 0) -> Home:
+        v = op.results[i]
+        ws = self.gm(f"ws{self.nws}", v.type, {"workspace": True}, op.loc)
+        self.nws += 1
         home = Home(ws, [0] * v.type.rank, list(v.type.shape))
         self.home[v] = home
         return home
 
-    # ops
-    def x_param(self, i, op):
+    def load(self, body: list, v: Value, t_shape: list, offs: list, valid: list,
+             dtype=None) -> Value:
+        """tload of value v's tile at offsets offs (relative to v) with valid extents."""
+        h = self.home[v]
+        t = _tile(body, dtype or v.type.dtype, t_shape)
+        body.append(Op("tload", [t, h.gm], [], {
+            "offsets": [E.add(b, o) for b, o in zip(h.offsets, offs)], "valid": valid}))
+        return t
+
+    def store(self, body: list, tile: Value, home: Home, offs: list, valid: list, loc) -> None:
+        body.append(Op("tstore", [tile, home.gm], [], {
+            "offsets": [E.add(b, o) for b, o in zip(home.offsets, offs)], "valid": valid}, [],
+            loc))
+
+    def valid_in(self, v: Value, offs: list, tile: list) -> list:
+        h = self.home[v]
+        return [E.minimum(t, E.sub(lim, o)) for t, lim, o in zip(tile, h.valid, offs)]
+
+    # memory and control flow
+    def x_param(self, op):
         v = op.result
         g = self.gm(v.name, v.type, {"param": v.name, "role": op.attrs.get("role", "input"),
                                      "index": op.attrs["index"]}, op.loc)
         self.home[v] = Home(g, [0] * v.type.rank, list(v.type.shape))
 
-    def x_view(self, i, op):
+    def x_tensor(self, op):
+        v = op.result
+        g = self.gm(v.name, v.type, {"local": v.name}, op.loc)
+        self.home[v] = Home(g, [0] * v.type.rank, list(v.type.shape))
+
+    def x_loop(self, op):
+        new = Op("loop", [], [], dict(op.attrs), [[]], op.loc)
+        self.dest.append(new)
+        self.region(op.regions[0], new.regions[0])
+
+    def x_if(self, op):
+        new = Op("if", [], [], dict(op.attrs), [[], []], op.loc)
+        self.dest.append(new)
+        self.region(op.regions[0], new.regions[0])
+        self.region(op.regions[1], new.regions[1])
+
+    def x_view(self, op):
         base = self.home[op.operands[0]]
         offs = op.attrs["offsets"]
         valid = [E.minimum(s, E.sub(lim, o))
@@ -88,20 +139,21 @@ class _Expander:
         self.home[op.result] = Home(base.gm, [E.add(b, o) for b, o in zip(base.offsets, offs)],
                                     valid)
 
-    def x_elementwise(self, i, op):
+    # elementwise
+    def x_elementwise(self, op):
         out_t: TensorType = op.result.type
         tile = _clip(op.attrs["tile"], out_t.shape)
-        grid, offs, valid = _grid(out_t.shape, tile, self.valid_of_result(op))
-        body = []
-        srcs = []
-        for v in op.operands:
-            srcs.append(self.load_operand(body, v, out_t.shape, tile, offs))
+        limit = self.valid_of_result(op)
+        grid, offs, valid = _grid(out_t.shape, tile, limit)
+        body: list = []
+        srcs = [self.load_operand(body, v, out_t.shape, tile, offs) for v in op.operands]
         dst = _tile(body, out_t.dtype, tile)
         attrs = {k: op.attrs[k] for k in ("scalar", "scalar_side") if k in op.attrs}
-        body.append(Op("t" + op.name, [dst] + srcs, [], attrs, [], op.loc))
-        home = self.workspace(i, op)
-        home.valid = list(self.valid_of_result(op))
-        _store(body, dst, home, offs, valid, op.loc)
+        name = "tcvt" if op.name == "cast" else "t" + op.name
+        body.append(Op(name, [dst] + srcs, [], attrs, [], op.loc))
+        home = self.workspace(op)
+        home.valid = limit
+        self.store(body, dst, home, offs, valid, op.loc)
         self.tile_of[op.result] = tile
         self.kernel(op, grid, body, tile)
 
@@ -120,177 +172,446 @@ class _Expander:
 
     def load_operand(self, body, v: Value, out_shape, tile, offs) -> Value:
         """Load the operand tile matching the output tile at offs (broadcast dims collapse)."""
-        h = self.home[v]
         r, R = v.type.rank, len(out_shape)
-        t_shape, o, val = [], [], []
+        t_shape, o = [], []
         for dd in range(r):
             d = dd + R - r
             if v.type.shape[dd] == 1 and out_shape[d] != 1:
                 t_shape.append(1)
                 o.append(0)
-                val.append(1)
             else:
                 t_shape.append(tile[d])
                 o.append(offs[d])
-                val.append(E.minimum(tile[d], E.sub(h.valid[dd], offs[d])))
-        t = _tile(body, v.type.dtype, t_shape)
-        body.append(Op("tload", [t, h.gm], [], {
-            "offsets": [E.add(b, x) for b, x in zip(h.offsets, o)], "valid": val}, [], None))
-        return t
+        return self.load(body, v, t_shape, o, self.valid_in(v, o, t_shape))
 
-    def x_sum(self, i, op):
-        self.reduce(i, op)
+    def x_full(self, op):
+        t = op.result.type
+        tile = _clip(op.attrs["tile"], t.shape)
+        grid, offs, valid = _grid(t.shape, tile, list(t.shape))
+        body: list = []
+        dst = _tile(body, t.dtype, tile)
+        body.append(Op("texpands", [dst], [], {"value": op.attrs["value"]}, [], op.loc))
+        self.store(body, dst, self.workspace(op), offs, valid, op.loc)
+        self.tile_of[op.result] = tile
+        self.kernel(op, grid, body, tile)
 
-    x_amax = x_amin = x_sum
+    def x_arange(self, op):
+        t = op.result.type
+        tile = _clip(op.attrs["tile"], t.shape)
+        grid, offs, valid = _grid(t.shape, tile, list(t.shape))
+        body: list = []
+        dst = _tile(body, t.dtype, tile)
+        body.append(Op("tiota", [dst], [], {"start": op.attrs["start"], "step": op.attrs["step"],
+                                            "offset": offs[0]}, [], op.loc))
+        self.store(body, dst, self.workspace(op), offs, valid, op.loc)
+        self.tile_of[op.result] = tile
+        self.kernel(op, grid, body, tile)
 
-    def reduce(self, i, op):
+    def x_tril(self, op):
+        x = op.operands[0]
+        t = op.result.type
+        tile = _clip(op.attrs["tile"], t.shape)
+        limit = list(self.home[x].valid)
+        grid, offs, valid = _grid(t.shape, tile, limit)
+        body: list = []
+        src = self.load(body, x, tile, offs, valid)
+        dst = _tile(body, t.dtype, tile)
+        body.append(Op("ttri", [dst, src], [], {
+            "lower": op.name == "tril", "diagonal": op.attrs["diagonal"],
+            "row0": offs[-2], "col0": offs[-1]}, [], op.loc))
+        home = self.workspace(op)
+        home.valid = limit
+        self.store(body, dst, home, offs, valid, op.loc)
+        self.tile_of[op.result] = tile
+        self.kernel(op, grid, body, tile)
+
+    x_triu = x_tril
+
+    # reductions
+    def _reduce_frame(self, op, dims):
+        """Grid over the kept dims, loops over tiles of the reduced dims."""
         x = op.operands[0]
         xt: TensorType = x.type
-        h = self.home[x]
-        dims, keep = op.attrs["dims"], op.attrs["keepdim"]
         tile = _clip(op.attrs["tile"], xt.shape)
-        work = F32 if xt.dtype.is_float else xt.dtype
-        # grid over the kept dims; reduced dims are walked by loops inside the kernel
-        gvars, grid, loops, offs = [], [], [], []
+        grid, loops, offs = [], [], []
         for d, (s, t) in enumerate(zip(xt.shape, tile)):
+            n = E.cdiv(s, t)
             if d in dims:
-                n = E.cdiv(s, t)
+                grid.append(1)
                 if n == 1:
                     offs.append(0)
                 else:
-                    var = f"r{d}"
-                    loops.append((var, n))
-                    offs.append(E.mul(E.sym(var), t))
-                grid.append(1)
-                gvars.append(None)
+                    loops.append((f"r{d}", n))
+                    offs.append(E.mul(E.sym(f"r{d}"), t))
             else:
-                var = f"g{d}"
-                n = E.cdiv(s, t)
                 grid.append(n)
-                gvars.append(var)
-                offs.append(E.mul(E.sym(var), t) if n != 1 else 0)
-        body: list = []
-        red_shape = [1 if d in dims else t for d, t in enumerate(tile)]
-        acc = _tile(body, work, red_shape)
-        kind = {"sum": "sum", "amax": "max", "amin": "min"}[op.name]
-        if loops:
-            body.append(Op("texpands", [acc], [], {"value": _identity(kind, work)}, [], op.loc))
-        inner: list = []
-        xt_tile = _tile(inner, xt.dtype, tile)
-        xvalid = [E.minimum(t, E.sub(h.valid[d], offs[d])) for d, t in enumerate(tile)]
-        inner.append(Op("tload", [xt_tile, h.gm], [], {
-            "offsets": [E.add(b, o) for b, o in zip(h.offsets, offs)], "valid": xvalid}, [], None))
-        src = xt_tile
-        if work != xt.dtype:
-            src = _tile(inner, work, tile)
-            inner.append(Op("tcvt", [src, xt_tile], [], {}, [], op.loc))
-        red_attrs = {"kind": kind, "dims": list(dims), "valid": xvalid}
-        if loops:
-            part = _tile(inner, work, red_shape)
-            inner.append(Op("treduce", [part, src], [], red_attrs, [], op.loc))
-            combine = {"sum": "tadd", "max": "tmaximum", "min": "tminimum"}[kind]
-            inner.append(Op(combine, [acc, acc, part], [], {}, [], op.loc))
-            for var, n in reversed(loops):
-                inner = [Op("for", [], [], {"var": var, "start": 0, "stop": n, "step": 1},
-                            [inner], None)]
-            body.extend(inner)
-        else:
-            inner.append(Op("treduce", [acc, src], [], red_attrs, [], op.loc))
-            body.extend(inner)
-        res = acc
-        if work != op.result.type.dtype:
-            res = _tile(body, op.result.type.dtype, red_shape)
-            body.append(Op("tcvt", [res, acc], [], {}, [], op.loc))
+                offs.append(E.mul(E.sym(f"g{d}"), t) if n != 1 else 0)
+        return x, xt, tile, grid, loops, offs
+
+    def _finish_reduce(self, op, body, res, dims, keep, grid, offs, xvalid, red_shape):
+        x = op.operands[0]
+        h = self.home[x]
+        out_dt = op.result.type.dtype
+        if res.type.dtype != out_dt:
+            cv = _tile(body, out_dt, red_shape)
+            body.append(Op("tcvt", [cv, res], [], {}, [], op.loc))
+            res = cv
         out_tile = red_shape if keep else [t for d, t in enumerate(red_shape) if d not in dims]
         if not keep:
-            sq = _tile(body, op.result.type.dtype, out_tile)
+            sq = _tile(body, out_dt, out_tile)
             body.append(Op("treshape", [sq, res], [], {}, [], op.loc))
             res = sq
-        home = self.workspace(i, op)
-        kept = [d for d in range(xt.rank) if keep or d not in dims]
+        home = self.workspace(op)
+        kept = [d for d in range(x.type.rank) if keep or d not in dims]
         home.valid = [1 if d in dims else h.valid[d] for d in kept]
         st_offs = [0 if d in dims else offs[d] for d in kept]
         st_valid = [1 if d in dims else xvalid[d] for d in kept]
-        _store(body, res, home, st_offs, st_valid, op.loc)
+        self.store(body, res, home, st_offs, st_valid, op.loc)
         self.tile_of[op.result] = out_tile
         grid_out = [g for d, g in enumerate(grid) if keep or d not in dims]
         if not keep:
             body = _rename_grid(body, {f"g{d}": f"g{j}" for j, d in enumerate(kept)})
         self.kernel(op, grid_out, body, out_tile)
 
-    def x_matmul(self, i, op):
+    def reduce(self, op, kind: str):
+        dims, keep = op.attrs["dims"], op.attrs["keepdim"]
+        x, xt, tile, grid, loops, offs = self._reduce_frame(op, dims)
+        work = F32 if xt.dtype.is_float else I64
+        body: list = []
+        red_shape = [1 if d in dims else t for d, t in enumerate(tile)]
+        acc = _tile(body, work, red_shape)
+        if loops:
+            body.append(Op("texpands", [acc], [], {"value": _identity(kind, work)}, [], op.loc))
+        inner: list = []
+        xvalid = self.valid_in(x, offs, tile)
+        src = self.load(inner, x, tile, offs, xvalid)
+        if work != xt.dtype:
+            cv = _tile(inner, work, tile)
+            inner.append(Op("tcvt", [cv, src], [], {}, [], op.loc))
+            src = cv
+        red_attrs = {"kind": kind, "dims": list(dims), "valid": xvalid}
+        if loops:
+            part = _tile(inner, work, red_shape)
+            inner.append(Op("treduce", [part, src], [], red_attrs, [], op.loc))
+            combine = {"sum": "tadd", "prod": "tmul", "max": "tmaximum", "min": "tminimum"}[kind]
+            inner.append(Op(combine, [acc, acc, part], [], {}, [], op.loc))
+            body.extend(_nest(inner, loops))
+        else:
+            inner.append(Op("treduce", [acc, src], [], red_attrs, [], op.loc))
+            body.extend(inner)
+        self._finish_reduce(op, body, acc, dims, keep, grid, offs, xvalid, red_shape)
+
+    def x_sum(self, op):
+        self.reduce(op, "sum")
+
+    def x_prod(self, op):
+        self.reduce(op, "prod")
+
+    def x_amax(self, op):
+        self.reduce(op, "max")
+
+    def x_amin(self, op):
+        self.reduce(op, "min")
+
+    def x_argmax(self, op):
+        dims, keep = op.attrs["dims"], op.attrs["keepdim"]
+        x, xt, tile, grid, loops, offs = self._reduce_frame(op, dims)
+        d = dims[0]
+        body: list = []
+        red_shape = [1 if i == d else t for i, t in enumerate(tile)]
+        work = F32 if xt.dtype.is_float else I64
+        acc_v = _tile(body, work, red_shape)
+        acc_i = _tile(body, I64, red_shape)
+        inner: list = []
+        xvalid = self.valid_in(x, offs, tile)
+        src = self.load(inner, x, tile, offs, xvalid)
+        first = E.eq(E.sym(loops[0][0]), 0) if loops else 1
+        inner.append(Op("targreduce", [acc_v, acc_i, src], [], {
+            "kind": "max" if op.name == "argmax" else "min", "dim": d, "valid": xvalid,
+            "base": offs[d], "init": first}, [], op.loc))
+        body.extend(_nest(inner, loops))
+        self._finish_reduce(op, body, acc_i, dims, keep, grid, offs, xvalid, red_shape)
+
+    x_argmin = x_argmax
+
+    def x_cumsum(self, op):
+        d = op.attrs["dim"]
+        x, xt, tile, grid, loops, offs = self._reduce_frame(op, [d])
+        grid[d] = 1
+        body: list = []
+        work = F32 if xt.dtype.is_float else I64
+        carry = _tile(body, work, [1 if i == d else t for i, t in enumerate(tile)])
+        inner: list = []
+        xvalid = self.valid_in(x, offs, tile)
+        src = self.load(inner, x, tile, offs, xvalid)
+        dst = _tile(inner, xt.dtype, tile)
+        first = E.eq(E.sym(loops[0][0]), 0) if loops else 1
+        inner.append(Op("tscan", [dst, src, carry], [], {
+            "kind": "sum" if op.name == "cumsum" else "prod", "dim": d, "valid": xvalid,
+            "init": first}, [], op.loc))
+        home = self.workspace(op)
+        home.valid = list(self.home[x].valid)
+        self.store(inner, dst, home, offs, xvalid, op.loc)
+        body.extend(_nest(inner, loops))
+        self.tile_of[op.result] = tile
+        self.kernel(op, grid, body, tile)
+
+    x_cumprod = x_cumsum
+
+    # sorts
+    def x_sort(self, op):
+        x = op.operands[0]
+        xt = x.type
+        tile = _clip(op.attrs["tile"], xt.shape)
+        tile[-1] = xt.shape[-1]
+        grid, offs, _ = _grid(list(xt.shape[:-1]) + [1], tile[:-1] + [1],
+                              list(xt.shape[:-1]) + [1])
+        body: list = []
+        xvalid = self.valid_in(x, offs, tile)
+        src = self.load(body, x, tile, offs, xvalid)
+        vals = _tile(body, xt.dtype, tile)
+        idx = _tile(body, I64, tile)
+        desc = op.attrs.get("largest", op.attrs.get("descending", False))
+        body.append(Op("tsort", [vals, idx, src], [], {"descending": bool(desc),
+                                                       "valid": xvalid}, [], op.loc))
+        k = op.attrs.get("k", xt.shape[-1])
+        outs = [vals, idx] if op.name != "argsort" else [idx]
+        for i, t in enumerate(outs):
+            home = self.workspace(op, i)
+            st_valid = xvalid[:-1] + [k]
+            self.store(body, t, home, offs, st_valid, op.loc)
+            self.tile_of[op.results[i]] = tile[:-1] + [k]
+        self.kernel(op, grid, body, tile)
+
+    x_topk = x_argsort = x_sort
+
+    # matmul
+    def x_matmul(self, op):
         a, b = op.operands
-        (M, K), (_, N) = a.type.shape, b.type.shape
+        out_t: TensorType = op.result.type
+        at, bt = op.attrs.get("a_trans", False), op.attrs.get("b_trans", False)
+        sa, sb = list(a.type.shape), list(b.type.shape)
+        M, K = (sa[-1], sa[-2]) if at else (sa[-2], sa[-1])
+        N = sb[-2] if bt else sb[-1]
         (mL0, _), (kL0, kL1), (nL0, _) = op.attrs["cube"]
         mt, nt = _clip1(mL0, M), _clip1(nL0, N)
         k1t = _clip1(kL1, K)
         k0t = min(kL0, k1t)
         if k1t % k0t:
             raise CompileError(f"matmul: k L0 size {k0t} does not divide the L1 size {k1t}", op.loc)
+        nb = out_t.rank - 2
+        gvar = [E.sym(f"g{i}") for i in range(out_t.rank)]
+        grid = list(out_t.shape[:nb]) + [E.cdiv(M, mt), E.cdiv(N, nt)]
         ha, hb = self.home[a], self.home[b]
-        g0, g1 = E.sym("g0"), E.sym("g1")
-        om, on = E.mul(g0, mt), E.mul(g1, nt)
-        vm = E.minimum(mt, E.sub(ha.valid[0], om))
-        vn = E.minimum(nt, E.sub(hb.valid[1], on))
-        kvalid = E.minimum(ha.valid[1], hb.valid[0])
+        om, on = E.mul(gvar[nb], mt), E.mul(gvar[nb + 1], nt)
         n1 = E.cdiv(K, k1t)
         k1 = E.sym("k1") if n1 != 1 else 0
         k0 = E.sym("k0") if k1t // k0t != 1 else 0
+        ko = E.mul(k1, k1t)
+
+        def batch(v, h):
+            r = v.type.rank
+            offs = []
+            for j in range(r - 2):
+                d = j + nb - (r - 2)
+                offs.append(0 if v.type.shape[j] == 1 and out_t.shape[d] != 1 else gvar[d])
+            return offs
+
+        a_valid = ha.valid
+        vm = E.minimum(mt, E.sub(a_valid[-1] if at else a_valid[-2], om))
+        vn = E.minimum(nt, E.sub(hb.valid[-2] if bt else hb.valid[-1], on))
+        kvalid = E.minimum(a_valid[-2] if at else a_valid[-1], hb.valid[-1] if bt else hb.valid[-2])
+        kv1 = E.minimum(k1t, E.sub(kvalid, ko))
         work = F32 if a.type.dtype.is_float else DTYPES["i32"]
         body: list = []
         acc = _tile(body, work, [mt, nt])
         l1: list = []
-        at = _tile(l1, a.type.dtype, [mt, k1t])
-        kv1 = E.minimum(k1t, E.sub(kvalid, E.mul(k1, k1t)))
-        l1.append(Op("tload", [at, ha.gm], [], {
-            "offsets": [E.add(ha.offsets[0], om), E.add(ha.offsets[1], E.mul(k1, k1t))],
-            "valid": [vm, kv1]}, [], None))
-        bt = _tile(l1, b.type.dtype, [k1t, nt])
-        l1.append(Op("tload", [bt, hb.gm], [], {
-            "offsets": [E.add(hb.offsets[0], E.mul(k1, k1t)), E.add(hb.offsets[1], on)],
-            "valid": [kv1, vn]}, [], None))
+        ba = batch(a, ha)
+        a_offs = ba + ([ko, om] if at else [om, ko])
+        a_shape = [1] * len(ba) + ([k1t, mt] if at else [mt, k1t])
+        a_val = [1] * len(ba) + ([kv1, vm] if at else [vm, kv1])
+        a_l1 = self.load(l1, a, a_shape, a_offs, a_val)
+        bb = batch(b, hb)
+        b_offs = bb + ([on, ko] if bt else [ko, on])
+        b_shape = [1] * len(bb) + ([nt, k1t] if bt else [k1t, nt])
+        b_val = [1] * len(bb) + ([vn, kv1] if bt else [kv1, vn])
+        b_l1 = self.load(l1, b, b_shape, b_offs, b_val)
         l0: list = []
+        kk = E.mul(k0, k0t)
         a0 = _tile(l0, a.type.dtype, [mt, k0t])
-        l0.append(Op("textract", [a0, at], [], {"offsets": [0, E.mul(k0, k0t)]}, [], None))
+        l0.append(Op("textract", [a0, a_l1], [], {"offsets": [kk, 0] if at else [0, kk],
+                                                   "trans": bool(at)}))
         b0 = _tile(l0, b.type.dtype, [k0t, nt])
-        l0.append(Op("textract", [b0, bt], [], {"offsets": [E.mul(k0, k0t), 0]}, [], None))
+        l0.append(Op("textract", [b0, b_l1], [], {"offsets": [0, kk] if bt else [kk, 0],
+                                                   "trans": bool(bt)}))
         first = E.logical_and(E.eq(k1, 0), E.eq(k0, 0))
-        kv0 = E.minimum(k0t, E.sub(kv1, E.mul(k0, k0t)))
+        kv0 = E.minimum(k0t, E.sub(kv1, kk))
         l0.append(Op("tmatmul", [acc, a0, b0], [], {"init": first, "k_valid": kv0}, [], op.loc))
         if k0 != 0:
             l0 = [Op("for", [], [], {"var": "k0", "start": 0, "stop": k1t // k0t, "step": 1},
-                     [l0], None)]
+                     [l0])]
         l1.extend(l0)
         if k1 != 0:
-            l1 = [Op("for", [], [], {"var": "k1", "start": 0, "stop": n1, "step": 1}, [l1], None)]
+            l1 = [Op("for", [], [], {"var": "k1", "start": 0, "stop": n1, "step": 1}, [l1])]
         body.extend(l1)
-        home = self.workspace(i, op)
-        home.valid = [ha.valid[0], hb.valid[1]]
-        _store(body, acc, home, [om, on], [vm, vn], op.loc)
-        self.tile_of[op.result] = [mt, nt]
-        self.kernel(op, [E.cdiv(M, mt), E.cdiv(N, nt)], body, [mt, nt])
+        home = self.workspace(op)
+        home.valid = list(out_t.shape[:nb]) + [a_valid[-1] if at else a_valid[-2],
+                                               hb.valid[-2] if bt else hb.valid[-1]]
+        st_offs = gvar[:nb] + [om, on]
+        st_valid = [1] * nb + [vm, vn]
+        self.store(body, acc, home, st_offs, st_valid, op.loc)
+        self.tile_of[op.result] = [1] * nb + [mt, nt]
+        self.kernel(op, grid, body, [1] * nb + [mt, nt])
 
-    def x_assemble(self, i, op):
+    # shapes
+    def x_assemble(self, op):
         src, dst = op.operands
         h, hd = self.home[src], self.home[dst]
-        tile = self.tile_of.get(src) or op.attrs.get("tile") or _default_tile(src.type, self.target)
+        tile = self.tile_of.get(src) or op.attrs.get("tile") or _default_tile(src.type)
         tile = _clip(tile, src.type.shape)
         grid, offs, valid = _grid(src.type.shape, tile, h.valid)
         body: list = []
-        t = _tile(body, src.type.dtype, tile)
-        body.append(Op("tload", [t, h.gm], [], {
-            "offsets": [E.add(b, o) for b, o in zip(h.offsets, offs)], "valid": valid}, [], None))
-        dst_offs = [E.add(E.add(b, a), o) for b, a, o in zip(hd.offsets, op.attrs["offsets"], offs)]
+        t = self.load(body, src, tile, offs, valid)
+        dst_offs = [E.add(a, o) for a, o in zip(op.attrs["offsets"], offs)]
         dvalid = [E.minimum(v, E.sub(E.sub(lim, a), o))
                   for v, lim, a, o in zip(valid, hd.valid, op.attrs["offsets"], offs)]
-        body.append(Op("tstore", [t, hd.gm], [], {"offsets": dst_offs, "valid": dvalid}, [],
-                       op.loc))
+        self.store(body, t, hd, dst_offs, dvalid, op.loc)
         self.kernel(op, grid, body, tile)
+
+    def x_permute(self, op):
+        x = op.operands[0]
+        perm = op.attrs["perm"]
+        out_t = op.result.type
+        tile = _clip(op.attrs["tile"], out_t.shape)
+        limit = [self.home[x].valid[p] for p in perm]
+        grid, offs, valid = _grid(out_t.shape, tile, limit)
+        body: list = []
+        s_shape, s_offs = [0] * len(perm), [0] * len(perm)
+        for i, p in enumerate(perm):
+            s_shape[p], s_offs[p] = tile[i], offs[i]
+        src = self.load(body, x, s_shape, s_offs, self.valid_in(x, s_offs, s_shape))
+        dst = _tile(body, out_t.dtype, tile)
+        body.append(Op("ttrans", [dst, src], [], {"perm": list(perm)}, [], op.loc))
+        home = self.workspace(op)
+        home.valid = limit
+        self.store(body, dst, home, offs, valid, op.loc)
+        self.tile_of[op.result] = tile
+        self.kernel(op, grid, body, tile)
+
+    def x_reshape(self, op):
+        x = op.operands[0]
+        sin, sout = list(x.type.shape), list(op.result.type.shape)
+        p = 0
+        while p < min(len(sin), len(sout)) - 1 and sin[p] == sout[p]:
+            p += 1
+        rest_in, rest_out = sin[p:], sout[p:]
+        if not all(isinstance(d, int) for d in rest_in + rest_out):
+            raise CompileError(f"reshape {_fmt(sin)} -> {_fmt(sout)}: the reshaped trailing dims "
+                               f"must be static (only the leading dims may be symbolic)", op.loc)
+        grid = [sin[d] for d in range(p)]
+        gv = [E.sym(f"g{d}") for d in range(p)]
+        body: list = []
+        t_in = [1] * p + rest_in
+        src = self.load(body, x, t_in, gv + [0] * len(rest_in),
+                        [1] * p + list(rest_in))
+        dst = _tile(body, op.result.type.dtype, [1] * p + rest_out)
+        body.append(Op("treshape", [dst, src], [], {}, [], op.loc))
+        home = self.workspace(op)
+        self.store(body, dst, home, gv + [0] * len(rest_out), [1] * p + list(rest_out), op.loc)
+        self.tile_of[op.result] = [1] * p + rest_out
+        self.kernel(op, grid, body, [1] * p + rest_out)
+
+    # indexing: GM-direct reads and sequential GM-direct writes
+    def _region_of(self, v: Value) -> dict:
+        h = self.home[v]
+        return {"region_offsets": list(h.offsets), "region_shape": list(v.type.shape)}
+
+    def x_gather(self, op):
+        x, idx = op.operands
+        out_t = op.result.type
+        tile = _clip(op.attrs["tile"], out_t.shape)
+        limit = list(self.home[idx].valid)
+        grid, offs, valid = _grid(out_t.shape, tile, limit)
+        body: list = []
+        it = self.load(body, idx, tile, offs, valid)
+        dst = _tile(body, out_t.dtype, tile)
+        body.append(Op("tgather", [dst, self.home[x].gm, it], [], {
+            "dim": op.attrs["dim"], "mode": "gather", "out_offsets": offs,
+            **self._region_of(x)}, [], op.loc))
+        home = self.workspace(op)
+        home.valid = limit
+        self.store(body, dst, home, offs, valid, op.loc)
+        self.tile_of[op.result] = tile
+        self.kernel(op, grid, body, tile)
+
+    def x_index_select(self, op):
+        x, idx = op.operands
+        d = op.attrs["dim"]
+        out_t = op.result.type
+        tile = _clip(op.attrs["tile"], out_t.shape)
+        grid, offs, valid = _grid(out_t.shape, tile, list(out_t.shape))
+        body: list = []
+        it = self.load(body, idx, [tile[d]], [offs[d]], [valid[d]])
+        dst = _tile(body, out_t.dtype, tile)
+        body.append(Op("tgather", [dst, self.home[x].gm, it], [], {
+            "dim": d, "mode": "select", "out_offsets": offs, **self._region_of(x)}, [], op.loc))
+        self.store(body, dst, self.workspace(op), offs, valid, op.loc)
+        self.tile_of[op.result] = tile
+        self.kernel(op, grid, body, tile)
+
+    def _copy_into_new(self, op, src: Value) -> Home:
+        """A parallel copy of src into the op's fresh workspace (the base of scatters)."""
+        tile = _clip(op.attrs.get("tile") or _default_tile(src.type), src.type.shape)
+        grid, offs, valid = _grid(src.type.shape, tile, self.home[src].valid)
+        body: list = []
+        t = self.load(body, src, tile, offs, valid)
+        home = self.workspace(op)
+        self.store(body, t, home, offs, valid, op.loc)
+        self.kernel(Op("copy", loc=op.loc), grid, body, tile)
+        return home
+
+    def x_scatter(self, op):
+        x, idx = op.operands[0], op.operands[1]
+        home = self._copy_into_new(op, x)
+        operands = [home.gm, self.home[idx].gm]
+        attrs = {"dim": op.attrs["dim"], "reduce": op.attrs["reduce"], "mode": "scatter",
+                 "out_region": {"region_offsets": home.offsets,
+                                "region_shape": list(x.type.shape)},
+                 "index_region": self._region_of(idx)}
+        if len(op.operands) > 2:
+            operands.append(self.home[op.operands[2]].gm)
+            attrs["src_region"] = self._region_of(op.operands[2])
+        else:
+            attrs["value"] = op.attrs["value"]
+        self.kernel(op, [], [Op("tscatter", operands, [], attrs, [], op.loc)], [])
+
+    def x_index_add(self, op):
+        x, idx, src = op.operands
+        home = self._copy_into_new(op, x)
+        attrs = {"dim": op.attrs["dim"], "reduce": "add", "mode": "index_add",
+                 "alpha": op.attrs["alpha"],
+                 "out_region": {"region_offsets": home.offsets,
+                                "region_shape": list(x.type.shape)},
+                 "index_region": self._region_of(idx), "src_region": self._region_of(src)}
+        self.kernel(op, [], [Op("tscatter", [home.gm, self.home[idx].gm, self.home[src].gm], [],
+                                attrs, [], op.loc)], [])
+
+
+def _nest(inner: list, loops: list) -> list:
+    for var, n in reversed(loops):
+        inner = [Op("for", [], [], {"var": var, "start": 0, "stop": n, "step": 1}, [inner])]
+    return inner
+
+
+def _fmt(shape) -> str:
+    return "[" + ", ".join(E.to_str(d) for d in shape) + "]"
 
 
 def _identity(kind: str, dt) -> float | int:
     if kind == "sum":
         return 0.0 if dt.is_float else 0
+    if kind == "prod":
+        return 1.0 if dt.is_float else 1
     big = float("inf") if dt.is_float else (2 ** (8 * dt.itemsize - 1) - 1)
     return -big if kind == "max" else big
 
@@ -316,13 +637,10 @@ def _tile(body: list, dt, shape) -> Value:
     return v
 
 
-def _store(body, tile, home: Home, offs, valid, loc) -> None:
-    body.append(Op("tstore", [tile, home.gm], [], {
-        "offsets": [E.add(b, o) for b, o in zip(home.offsets, offs)], "valid": valid}, [], loc))
-
-
-def _default_tile(t: TensorType, target) -> list:
+def _default_tile(t: TensorType) -> list:
     """A tile for copies that carry no tile shape: whole rows up to 16 KiB."""
+    if not t.shape:
+        return []
     last = t.shape[-1]
     per_row = 16384 // t.dtype.itemsize
     cols = min(last, per_row) if isinstance(last, int) else per_row
@@ -345,3 +663,4 @@ def _subst(a, env):
     if isinstance(a, list):
         return [_subst(v, env) for v in a]
     return E.substitute(a, env) if isinstance(a, E.Expr) else a
+

@@ -78,15 +78,20 @@ def run_code(doc: Document, inputs: dict | None = None, bind: dict | None = None
         outputs.append(entry)
     if outputs_path:
         save_npz(outputs_path, {o["name"]: arrays[o["name"]] for o in outputs})
-    events = [[int(exp.task_of[i]), int(i - exp.first[int(exp.task_of[i])]),
-               int(timing["core"][i]), int(timing["start_ns"][i]), int(timing["end_ns"][i])]
-              for i in range(exp.n)]
+    events = [[*plan.instance(i), int(timing["core"][i]), int(timing["start_ns"][i]),
+               int(timing["end_ns"][i])] for i in range(exp.n)]
     tasks = []
     programs = {p.attrs["name"]: p for p in exp.programs}
     tgt = _host_target(target)
     from ..sched import task_work
-    for t in exp.tasks:
-        nbytes, flops = task_work(programs[t.attrs["program"]], t, env)
+    launches_of = {}
+    for lc in exp.launches:
+        launches_of.setdefault(lc.task, []).append(lc)
+    for ti, t in enumerate(exp.tasks):
+        nbytes = flops = 0
+        for lc in launches_of.get(ti, []):
+            b_, f_ = task_work(programs[t.attrs["program"]], t, lc.scalars)
+            nbytes, flops = nbytes + b_, flops + f_
         tasks.append({"program": t.attrs["program"], "ops": t.attrs.get("ops", []),
                       "block": t.attrs.get("block", ""), "bytes": nbytes, "flops": flops,
                       "loc": str(t.loc) if t.loc else ""})

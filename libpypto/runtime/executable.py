@@ -22,8 +22,8 @@ class Plan:
     def __init__(self, exp: Expansion):
         self.exp = exp
         n = exp.n
-        task_of = exp.task_of.astype(np.int64)
-        # tensor table: per task, its gm ops; pointers are refreshed per call
+        launch_of = exp.launch_of.astype(np.int64)
+        # tensor table: per task op, its gm ops; pointers are refreshed per call
         by_value = {op.result: op for op in exp.gms}
         self.task_gms = [[by_value[v] for v in t.operands] for t in exp.tasks]
         toff, pos = [], 0
@@ -31,22 +31,24 @@ class Plan:
             toff.append(pos)
             pos += len(gms)
         self.nptrs = max(1, pos)
-        self.tensor_off = np.ascontiguousarray(np.asarray(toff, np.int64)[task_of]) if n \
-            else np.zeros(1, np.int64)
-        widths = [s.shape[1] for s in exp.scalars]
+        task_of_launch = np.asarray([lc.task for lc in exp.launches] or [0], np.int64)
+        self.tensor_off = np.ascontiguousarray(
+            np.asarray(toff or [0], np.int64)[task_of_launch[launch_of]] if n
+            else np.zeros(1, np.int64))
         self.scalars = np.ascontiguousarray(
-            np.concatenate([s.ravel() for s in exp.scalars]) if n else np.zeros(1), np.int64)
+            np.concatenate([lc.scalars.ravel() for lc in exp.launches]) if n else np.zeros(1),
+            np.int64)
         soff = np.zeros(max(1, n), np.int64)
         p = 0
-        for ti, s in enumerate(exp.scalars):
-            k = s.shape[0]
-            soff[exp.first[ti]:exp.first[ti] + k] = p + np.arange(k, dtype=np.int64) * widths[ti]
-            p += s.size
+        for lc in exp.launches:
+            w = lc.scalars.shape[1]
+            soff[lc.first:lc.first + lc.n] = p + np.arange(lc.n, dtype=np.int64) * w
+            p += lc.scalars.size
         self.scalar_off = soff
         index = {pr.attrs["name"]: i for i, pr in enumerate(exp.programs)}
-        self.prog = np.ascontiguousarray(
-            np.asarray([index[t.attrs["program"]] for t in exp.tasks], np.int32)[task_of]
-            if n else np.zeros(1, np.int32))
+        prog_of_task = np.asarray([index[t.attrs["program"]] for t in exp.tasks] or [0], np.int32)
+        self.prog = np.ascontiguousarray(prog_of_task[task_of_launch[launch_of]] if n
+                                         else np.zeros(1, np.int32))
         self.npred = np.asarray([len(ps) for ps in exp.preds] or [0], np.int32)
         succ = [[] for _ in range(n)]
         for i, ps in enumerate(exp.preds):
@@ -57,6 +59,11 @@ class Plan:
         self.succ = np.asarray([x for s in succ for x in s] or [0], np.int64)
         self.workspaces = {op: np.zeros(exp.shapes[op], op.result.type.dtype.np)
                            for op in exp.gms if "param" not in op.attrs}
+
+    def instance(self, i: int) -> tuple:
+        """(task index, index within its launch) of instance i."""
+        lc = self.exp.launches[int(self.exp.launch_of[i])]
+        return lc.task, i - lc.first
 
 
 def _ptr(a: np.ndarray):
@@ -144,12 +151,12 @@ class NumpyExecutable:
                     if state["remaining"] == 0 or state["error"] is not None:
                         return
                     i = heapq.heappop(ready)
-                ti = int(exp.task_of[i])
-                t = exp.tasks[ti]
-                fn = prog_fns[t.attrs["program"]]
+                lc = exp.launches[int(exp.launch_of[i])]
+                ti = lc.task
+                fn = prog_fns[exp.tasks[ti].attrs["program"]]
                 t_start[i] = time.perf_counter_ns() - base
                 try:
-                    fn(per_task[ti], [int(x) for x in exp.scalars[ti][i - exp.first[ti]]])
+                    fn(per_task[ti], [int(x) for x in lc.scalars[i - lc.first]])
                 except Exception as exc:   # report, then stop every worker
                     with lock:
                         state["error"] = exc

@@ -21,28 +21,40 @@ GRANULE_CAP = 1 << 20     # granules per tensor; coarser granules only add false
 
 
 @dataclass
+class Launch:
+    """One instantiation of a task op (loops instantiate a task once per iteration)."""
+
+    task: int                       # index of the task op (walk order)
+    first: int                      # id of its first instance
+    grid_index: np.ndarray          # (n, rank) grid coordinates
+    scalars: np.ndarray             # (n, grid rank + program scalars): the program's S rows
+
+    @property
+    def n(self) -> int:
+        return int(self.scalars.shape[0])
+
+
+@dataclass
 class Expansion:
-    tasks: list                     # the task ops, in order
+    tasks: list                     # the task ops, in walk order
     programs: list                  # the program ops, in order
     gms: list                       # the gm ops, in order (tensor ids)
     env: dict
-    task_of: np.ndarray             # task index per instance
-    grid_index: list                # per task: (n, rank) int64 grid coordinates
-    first: list                     # per task: id of its first instance
-    scalars: list                   # per task: (n, nscalars) int64 program scalars S
+    launches: list                  # Launch per instantiation, in program order
+    launch_of: np.ndarray           # launch index per instance
     preds: list = field(default_factory=list)   # per instance: sorted predecessor ids
     shapes: dict = field(default_factory=dict)  # gm op -> concrete shape
 
     @property
     def n(self) -> int:
-        return int(self.task_of.shape[0])
+        return int(self.launch_of.shape[0])
 
 
 def expand(doc, env: dict) -> Expansion:
-    body = doc.body
-    tasks = [op for op in body if op.name == "task"]
-    programs = [op for op in body if op.name == "program"]
-    gms = [op for op in body if op.name == "gm"]
+    tasks = [op for op in doc.walk() if op.name == "task"]
+    task_index = {id(t): i for i, t in enumerate(tasks)}
+    programs = [op for op in doc.body if op.name == "program"]
+    gms = [op for op in doc.body if op.name == "gm"]
     gm_index = {op.result: i for i, op in enumerate(gms)}
     shapes = {}
     for op in gms:
@@ -50,20 +62,19 @@ def expand(doc, env: dict) -> Expansion:
             shapes[op] = tuple(int(E.evaluate(d, env)) for d in op.result.type.shape)
         except E.UnboundSymbol as u:
             raise PyptoError(f"symbol {u.name} has no size") from None
-    task_of, grid_index, first, scalars = [], [], [], []
-    boxes: list = []          # per task: list of (tensor id, mode, lo, hi)
-    count = 0
-    for ti, t in enumerate(tasks):
-        extents = [max(0, int(E.evaluate(g, env))) for g in t.attrs["grid"]]
+    launches: list[Launch] = []
+    boxes: list = []            # per launch: list of (tensor id, mode, lo, hi)
+    count = [0]
+
+    def launch(t, lenv) -> None:
+        extents = [max(0, int(E.evaluate(g, lenv))) for g in t.attrs["grid"]]
         n = int(np.prod(extents)) if extents else 1
         idx = np.indices(extents, dtype=np.int64).reshape(len(extents), -1).T if extents \
             else np.zeros((1, 0), np.int64)
-        svals = np.array([int(E.evaluate(s, env)) for s in t.attrs["scalars"]], np.int64)
-        grid_index.append(idx)
-        scalars.append(np.hstack([idx, np.broadcast_to(svals, (n, len(svals)))]).astype(np.int64))
-        first.append(count)
-        task_of.append(np.full(n, ti, np.int32))
-        genv = dict(env)
+        svals = np.array([int(E.evaluate(s, lenv)) for s in t.attrs["scalars"]], np.int64)
+        scal = np.hstack([idx, np.broadcast_to(svals, (n, len(svals)))]).astype(np.int64)
+        launches.append(Launch(task_index[id(t)], count[0], idx, scal))
+        genv = dict(lenv)
         for d in range(idx.shape[1]):
             genv[f"g{d}"] = idx[:, d]
         acc = []
@@ -76,11 +87,27 @@ def expand(doc, env: dict) -> Expansion:
                     np.zeros((n, 0), np.int64)
                 acc.append((gm, mode, lo_a, hi_a))
         boxes.append(acc)
-        count += n
-    exp = Expansion(tasks, programs, gms, dict(env),
-                    np.concatenate(task_of) if task_of else np.zeros(0, np.int32),
-                    grid_index, first, scalars, shapes={op: shapes[op] for op in gms})
-    exp.preds = _dependencies(boxes, first, [shapes[op] for op in gms], count)
+        count[0] += n
+
+    def walk(ops, lenv) -> None:
+        for op in ops:
+            if op.name == "task":
+                launch(op, lenv)
+            elif op.name == "loop":
+                a = op.attrs
+                start, stop, step = (int(E.evaluate(a[k], lenv)) for k in ("start", "stop", "step"))
+                for i in range(start, stop, step):
+                    walk(op.regions[0], {**lenv, a["var"]: i})
+            elif op.name == "if":
+                walk(op.regions[0] if E.evaluate(op.attrs["cond"], lenv) else op.regions[1], lenv)
+
+    walk(doc.body, dict(env))
+    launch_of = np.concatenate([np.full(lc.n, i, np.int32) for i, lc in enumerate(launches)]) \
+        if launches else np.zeros(0, np.int32)
+    exp = Expansion(tasks, programs, gms, dict(env), launches, launch_of,
+                    shapes={op: shapes[op] for op in gms})
+    exp.preds = _dependencies(boxes, [lc.first for lc in launches],
+                              [shapes[op] for op in gms], count[0])
     return exp
 
 

@@ -1,11 +1,14 @@
 """Reference interpretation of the Tensor Graph with numpy: the executable semantics.
 
-Every op computes in float32 for fp16/bf16 (in its own type otherwise) and rounds its result
-to the declared dtype; reductions and matmul accumulate in float32. Values that came from a
-view with valid_shape carry their valid region: reductions read only inside it and assemble
-writes only inside it.
+Every op computes in float32 for fp16/bf16 (in int64 for integers) and rounds its result to
+the declared dtype; reductions, scans and matmul accumulate in float32 (int64 for integers).
+Values that came from a view with valid_shape carry their valid region: reductions read only
+inside it and assemble writes only inside it. Loops run for the bound sizes; `if` regions
+take the branch their condition selects. Indices wrap modulo the indexed dim.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -14,6 +17,10 @@ from ..ir import expr as E
 from ..ir import ops as O
 from ..ir.types import dtype as _dtype
 
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+NP_ENV = {"np": np, "erf": lambda a: _erf(a).astype(a.dtype), "erfc": lambda a: _erfc(a).astype(a.dtype)}
+
 
 def run_tensor(doc, arrays: dict, env: dict) -> dict:
     """Interpret the tensor graph; arrays hold every parameter and are updated in place."""
@@ -21,9 +28,55 @@ def run_tensor(doc, arrays: dict, env: dict) -> dict:
     for op in doc.body:
         if op.name == "source":
             ops = op.regions[0]
-    it = _Interp(arrays, env)
-    it.region(ops)
+    _Interp(arrays, env).region(ops)
     return arrays
+
+
+def work(a: np.ndarray) -> np.ndarray:
+    """The compute type of an array: float32 for floats, int64 for integers and bools."""
+    return a.astype(np.float32) if a.dtype.kind == "f" else a.astype(np.int64)
+
+
+def cast_array(x: np.ndarray, dt) -> np.ndarray:
+    """Convert with round-to-nearest-even (floats to ints included)."""
+    target = dt.np if not isinstance(dt, str) else _dtype(dt).np
+    if target.kind == "b":
+        return x != 0
+    if x.dtype.kind == "f" and target.kind in "iu":
+        with np.errstate(all="ignore"):
+            return np.rint(x.astype(np.float32)).astype(target)
+    if x.dtype.kind == "f" and target.kind == "f" and x.dtype.itemsize < 4 and target.itemsize < 4:
+        return x.astype(np.float32).astype(target)
+    return x.astype(target)
+
+
+def elementwise(name: str, args: list, scalar=None, side: str = "rhs"):
+    """numpy semantics of a catalogue op on compute-type arrays."""
+    d = O.ELEMENTWISE[name]
+    if scalar is not None:
+        s = np.asarray(scalar, dtype=args[0].dtype)
+        args = [s, args[0]] if side == "lhs" else [args[0], s]
+    env = dict(NP_ENV, a=args[0], b=args[1] if len(args) > 1 else None,
+               c=args[2] if len(args) > 2 else None)
+    with np.errstate(all="ignore"):
+        return eval(d.np, env)   # noqa: S307 -- catalogue strings, not user input
+
+
+def reduce_array(kind: str, x: np.ndarray, dims: tuple, keepdims: bool):
+    fn = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "amax": np.max,
+          "amin": np.min}[kind]
+    return fn(work(x), axis=dims, keepdims=keepdims)
+
+
+def sort_rows(x: np.ndarray, descending: bool):
+    """Stable sort along the last dim: (values, int64 indices); ties keep the lower index."""
+    w = work(x)
+    key = -w if descending else w
+    if w.dtype.kind == "f":
+        # NaN sorts last ascending and first descending, as torch does
+        key = np.where(np.isnan(w), -np.inf if descending else np.inf, key)
+    idx = np.argsort(key, axis=-1, kind="stable")
+    return np.take_along_axis(x, idx, -1), idx.astype(np.int64)
 
 
 class _Interp:
@@ -37,8 +90,8 @@ class _Interp:
     def region(self, ops) -> None:
         for op in ops:
             fn = getattr(self, "op_" + op.name, None)
-            if fn is None:
-                fn = self.elementwise if O.is_elementwise(op.name) else None
+            if fn is None and O.is_elementwise(op.name):
+                fn = self.op_elementwise
             if fn is None:
                 raise PyptoError(f"the tensor interpreter has no rule for op {op.name!r}", op.loc)
             fn(op)
@@ -46,33 +99,61 @@ class _Interp:
     def get(self, v):
         return self.vals[v]
 
-    def set(self, op, arr, valid=None):
-        dt = op.result.type.dtype.np
-        self.vals[op.result] = (np.asarray(arr).astype(dt, copy=False), valid)
+    def set(self, op, arr, valid=None, i: int = 0):
+        r = op.results[i]
+        self.vals[r] = (np.asarray(arr).astype(r.type.dtype.np, copy=False), valid)
 
+    # memory
     def op_param(self, op):
         self.vals[op.result] = (self.arrays[op.result.name], None)
 
-    def elementwise(self, op):
+    def op_tensor(self, op):
+        shape = [self.ev(d) for d in op.result.type.shape]
+        a = self.arrays.setdefault(op.result.name, np.zeros(shape, op.result.type.dtype.np))
+        self.vals[op.result] = (a, None)
+
+    # control flow
+    def op_loop(self, op):
+        a = op.attrs
+        start, stop, step = self.ev(a["start"]), self.ev(a["stop"]), self.ev(a["step"])
+        for i in range(start, stop, step):
+            self.env[a["var"]] = i
+            self.region(op.regions[0])
+        self.env.pop(a["var"], None)
+
+    def op_if(self, op):
+        self.region(op.regions[0] if self.ev(op.attrs["cond"]) else op.regions[1])
+
+    # elementwise
+    def op_elementwise(self, op):
         t = op.result.type
         ins = [self.get(v) for v in op.operands]
         valid = _merge_valid([v for _, v in ins], t.rank)
         if op.name == "cast":
             self.set(op, cast_array(ins[0][0], t.dtype), valid)
             return
-        d = O.ELEMENTWISE[op.name]
-        work = np.float32 if t.dtype.kind == "float" else None
-        args = [a.astype(work) if work else a for a, _ in ins]
-        if "scalar" in op.attrs:
-            s = op.attrs["scalar"]
-            s = self.ev(s) if isinstance(s, E.Expr) else s
-            sarr = np.asarray(s, dtype=work or args[0].dtype)
-            args = [sarr, args[0]] if op.attrs.get("scalar_side") == "lhs" else [args[0], sarr]
-        env = {"np": np, "a": args[0], "b": args[1] if len(args) > 1 else None}
-        with np.errstate(all="ignore"):
-            res = eval(d.np, env)   # noqa: S307 -- catalogue strings, not user input
-        self.set(op, res, valid)
+        scalar = op.attrs.get("scalar")
+        if isinstance(scalar, E.Expr):
+            scalar = self.ev(scalar)
+        res = elementwise(op.name, [work(a) for a, _ in ins], scalar,
+                          op.attrs.get("scalar_side", "rhs"))
+        self.set(op, _round_to(np.broadcast_to(res, [self.ev(d) for d in t.shape]), t.dtype),
+                 valid)
 
+    def op_full(self, op):
+        shape = [self.ev(d) for d in op.result.type.shape]
+        v = op.attrs["value"]
+        v = self.ev(v) if isinstance(v, E.Expr) else v
+        self.set(op, _round_to(np.full(shape, v), op.result.type.dtype))
+
+    def op_arange(self, op):
+        a = op.attrs
+        start = self.ev(a["start"]) if isinstance(a["start"], E.Expr) else a["start"]
+        step = self.ev(a["step"]) if isinstance(a["step"], E.Expr) else a["step"]
+        n = self.ev(op.result.type.shape[0])
+        self.set(op, _round_to(start + np.arange(n) * step, op.result.type.dtype))
+
+    # views and writes
     def op_view(self, op):
         src, src_valid = self.get(op.operands[0])
         offs = [self.ev(o) for o in op.attrs["offsets"]]
@@ -91,7 +172,7 @@ class _Interp:
 
     def op_assemble(self, op):
         src, valid = self.get(op.operands[0])
-        dst = self.arrays[op.operands[1].name]
+        dst = self.get(op.operands[1])[0]
         offs = [self.ev(o) for o in op.attrs["offsets"]]
         ext = [min(v if valid else s, d - o)
                for v, s, d, o in zip(valid or src.shape, src.shape, dst.shape, offs)]
@@ -100,58 +181,188 @@ class _Interp:
         dst[tuple(slice(o, o + e) for o, e in zip(offs, ext))] = \
             src[tuple(slice(0, e) for e in ext)]
 
-    def _reduce(self, op, fn):
+    def op_reshape(self, op):
+        x, _ = self.get(op.operands[0])
+        self.set(op, x.reshape([self.ev(d) for d in op.result.type.shape]).copy())
+
+    def op_permute(self, op):
+        x, valid = self.get(op.operands[0])
+        perm = op.attrs["perm"]
+        nv = tuple(valid[p] for p in perm) if valid else None
+        self.set(op, np.transpose(x, perm).copy(), nv)
+
+    def op_copy(self, op):
+        x, valid = self.get(op.operands[0])
+        shape = [self.ev(d) for d in op.result.type.shape]
+        self.set(op, np.broadcast_to(x, shape).copy(), valid if x.ndim == len(shape) else None)
+
+    def _tri(self, op, lower: bool):
+        x, valid = self.get(op.operands[0])
+        k = op.attrs["diagonal"]
+        r, c = x.shape[-2], x.shape[-1]
+        mask = np.tri(r, c, k, dtype=bool) if lower else ~np.tri(r, c, k - 1, dtype=bool)
+        self.set(op, np.where(mask, x, np.zeros((), x.dtype)), valid)
+
+    def op_tril(self, op):
+        self._tri(op, True)
+
+    def op_triu(self, op):
+        self._tri(op, False)
+
+    # reductions, scans, sorts
+    def _reduce(self, op, kind):
         x, valid = self.get(op.operands[0])
         dims = tuple(op.attrs["dims"])
         if valid is not None:
             x = x[tuple(slice(0, v) if i in dims else slice(None) for i, v in enumerate(valid))]
-        work = x.astype(np.float32) if x.dtype.kind == "f" else x
-        r = fn(work, axis=dims, keepdims=op.attrs["keepdim"])
+        r = reduce_array(kind, x, dims, op.attrs["keepdim"])
         keep = None
         if valid is not None:
             keep = tuple(1 if i in dims else v for i, v in enumerate(valid))
             if not op.attrs["keepdim"]:
                 keep = tuple(v for i, v in enumerate(keep) if i not in dims)
-        self.set(op, r, keep)
+        self.set(op, _round_to(r, op.result.type.dtype), keep)
 
     def op_sum(self, op):
-        self._reduce(op, np.sum)
+        self._reduce(op, "sum")
+
+    def op_prod(self, op):
+        self._reduce(op, "prod")
 
     def op_amax(self, op):
-        self._reduce(op, np.max)
+        self._reduce(op, "max")
 
     def op_amin(self, op):
-        self._reduce(op, np.min)
+        self._reduce(op, "min")
 
+    def _argreduce(self, op, fn):
+        x, valid = self.get(op.operands[0])
+        d = op.attrs["dims"][0]
+        if valid is not None:
+            x = x[tuple(slice(0, v) if i == d else slice(None) for i, v in enumerate(valid))]
+        w = work(x)
+        r = fn(w, axis=d)
+        if op.attrs["keepdim"]:
+            r = np.expand_dims(r, d)
+        self.set(op, r.astype(np.int64))
+
+    def op_argmax(self, op):
+        self._argreduce(op, np.argmax)
+
+    def op_argmin(self, op):
+        self._argreduce(op, np.argmin)
+
+    def _scan(self, op, fn):
+        x, valid = self.get(op.operands[0])
+        self.set(op, _round_to(fn(work(x), axis=op.attrs["dim"]), op.result.type.dtype), valid)
+
+    def op_cumsum(self, op):
+        self._scan(op, np.cumsum)
+
+    def op_cumprod(self, op):
+        self._scan(op, np.cumprod)
+
+    def op_topk(self, op):
+        x, _ = self.get(op.operands[0])
+        v, i = sort_rows(x, op.attrs["largest"])
+        k = op.attrs["k"]
+        self.set(op, v[..., :k], None, 0)
+        self.set(op, i[..., :k], None, 1)
+
+    def op_sort(self, op):
+        x, _ = self.get(op.operands[0])
+        v, i = sort_rows(x, op.attrs["descending"])
+        self.set(op, v, None, 0)
+        self.set(op, i, None, 1)
+
+    def op_argsort(self, op):
+        x, _ = self.get(op.operands[0])
+        self.set(op, sort_rows(x, op.attrs["descending"])[1])
+
+    # matmul
     def op_matmul(self, op):
         (a, va), (b, vb) = self.get(op.operands[0]), self.get(op.operands[1])
+        if op.attrs.get("a_trans"):
+            a = np.swapaxes(a, -1, -2)
+            va = None
+        if op.attrs.get("b_trans"):
+            b = np.swapaxes(b, -1, -2)
+            vb = None
         if a.dtype.kind == "f":
-            r = a.astype(np.float32) @ b.astype(np.float32)
+            r = np.matmul(a.astype(np.float32), b.astype(np.float32))
         else:
-            r = a.astype(np.int64) @ b.astype(np.int64)
+            r = np.matmul(a.astype(np.int64), b.astype(np.int64))
         valid = None
-        if va is not None or vb is not None:
+        if (va is not None or vb is not None) and a.ndim == b.ndim == 2:
             valid = ((va or a.shape)[0], (vb or b.shape)[1])
         self.set(op, cast_array(r, op.result.type.dtype), valid)
 
+    # indexing
+    def op_gather(self, op):
+        (x, _), (idx, _) = self.get(op.operands[0]), self.get(op.operands[1])
+        d = op.attrs["dim"]
+        self.set(op, np.take_along_axis(x, np.mod(idx.astype(np.int64), x.shape[d]), d))
+
+    def op_index_select(self, op):
+        (x, _), (idx, _) = self.get(op.operands[0]), self.get(op.operands[1])
+        d = op.attrs["dim"]
+        self.set(op, np.take(x, np.mod(idx.astype(np.int64), x.shape[d]), axis=d))
+
+    def op_scatter(self, op):
+        x, _ = self.get(op.operands[0])
+        idx = self.get(op.operands[1])[0].astype(np.int64)
+        d, red = op.attrs["dim"], op.attrs["reduce"]
+        if len(op.operands) > 2:
+            src = work(self.get(op.operands[2])[0])
+        else:
+            src = np.full(idx.shape, op.attrs["value"], dtype=work(x).dtype)
+        out = work(x).copy()
+        idx = np.mod(idx, x.shape[d])
+        for pos in np.ndindex(*idx.shape):
+            tgt = list(pos)
+            tgt[d] = idx[pos]
+            tgt = tuple(tgt)
+            v = src[pos]
+            if red == "add":
+                out[tgt] = _round_scalar(out[tgt] + v, x.dtype)
+            elif red == "multiply":
+                out[tgt] = _round_scalar(out[tgt] * v, x.dtype)
+            else:
+                out[tgt] = v
+        self.set(op, _round_to(out, op.result.type.dtype))
+
+    def op_index_add(self, op):
+        x, _ = self.get(op.operands[0])
+        idx = np.mod(self.get(op.operands[1])[0].astype(np.int64), x.shape[op.attrs["dim"]])
+        src = work(self.get(op.operands[2])[0])
+        d, alpha = op.attrs["dim"], op.attrs["alpha"]
+        out = work(x).copy()
+        for j, t in enumerate(idx):
+            dst = [slice(None)] * x.ndim
+            dst[d] = t
+            sel = [slice(None)] * x.ndim
+            sel[d] = j
+            contrib = _round_to(src[tuple(sel)] * alpha, x.dtype).astype(out.dtype) \
+                if alpha != 1 else src[tuple(sel)]
+            out[tuple(dst)] = _round_to(out[tuple(dst)] + contrib, x.dtype)
+        self.set(op, _round_to(out, op.result.type.dtype))
+
+
+def _round_to(a, dt) -> np.ndarray:
+    """A compute-type result rounded to the op's dtype (floats to ints to nearest even)."""
+    a = np.asarray(a)
+    return cast_array(a, dt) if a.dtype != dt.np else a
+
+
+def _round_scalar(v, dtype):
+    return np.asarray(v).astype(dtype).astype(np.asarray(v).dtype)
+
 
 def _merge_valid(valids, rank):
-    vs = [v for v in valids if v is not None]
+    vs = [v for v in valids if v is not None and len(v) == rank]
     if not vs:
         return None
-    out = list(vs[0][-rank:]) if len(vs[0]) >= rank else [None] * (rank - len(vs[0])) + list(vs[0])
+    out = list(vs[0])
     for v in vs[1:]:
-        pad = [None] * (rank - len(v)) + list(v)
-        out = [b if a is None else a if b is None else min(a, b) for a, b in zip(out, pad)]
+        out = [min(a, b) for a, b in zip(out, v)]
     return tuple(out)
-
-
-def cast_array(x: np.ndarray, dt) -> np.ndarray:
-    """Convert with round-to-nearest-even (floats to ints included), saturating nothing."""
-    target = dt.np if not isinstance(dt, str) else _dtype(dt).np
-    if x.dtype.kind == "f" and target.kind in "iub":
-        with np.errstate(all="ignore"):
-            return np.rint(x.astype(np.float32)).astype(target)
-    if x.dtype.kind == "f" and target.kind == "f" and x.dtype.itemsize < 4 and target.itemsize < 4:
-        return x.astype(np.float32).astype(target)
-    return x.astype(target)

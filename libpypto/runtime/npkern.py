@@ -1,29 +1,36 @@
 """Tile instruction semantics in numpy: what programs emitted by the numpy backend call.
 
-The same rules as the C backend: floats compute in float32 and round to the tile's dtype,
-loads zero the part of a tile outside its valid region, stores write only the valid region,
-reductions read only the valid region and accumulate in float32.
+The same rules as the C backend: floats compute in float32 (integers in int64) and round to
+the destination tile's dtype; loads zero the part of a tile outside its valid region, stores
+write only the valid region; reductions, scans and sorts read only the valid region. The
+elementwise, cast and sort semantics are the tensor interpreter's own (one definition).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..ir import ops as O
-
-
-def _work(a: np.ndarray) -> np.ndarray:
-    return a.astype(np.float32) if a.dtype.kind == "f" else a.astype(np.int64)
+from .interp import cast_array, elementwise, reduce_array, sort_rows, work
 
 
 def _put(dst: np.ndarray, value) -> None:
     v = np.asarray(value)
-    if dst.dtype.kind in "iu" and v.dtype.kind == "f":
-        with np.errstate(all="ignore"):
-            v = np.rint(v)
-    if dst.dtype.kind == "b":
-        v = v != 0
-    with np.errstate(all="ignore"):
-        dst[...] = v.astype(dst.dtype) if v.dtype != dst.dtype else v
+    if v.dtype != dst.dtype:
+        v = cast_array(v, _dt(dst))
+    dst[...] = v
+
+
+class _DT:
+    def __init__(self, np_dtype):
+        self.np = np_dtype
+
+
+def _dt(a: np.ndarray) -> _DT:
+    return _DT(a.dtype)
+
+
+def _lead(tile: np.ndarray, rank: int) -> np.ndarray:
+    """A tile seen with the rank of its GM tensor (missing leading dims are 1)."""
+    return tile.reshape((1,) * (rank - tile.ndim) + tile.shape)
 
 
 def _region(valid, shape) -> tuple:
@@ -31,64 +38,165 @@ def _region(valid, shape) -> tuple:
 
 
 def tload(dst, src, offsets, valid) -> None:
-    reg = _region(valid, dst.shape)
+    d = _lead(dst, src.ndim)
+    reg = _region(valid, d.shape)
     ext = [r.stop for r in reg]
-    if ext != list(dst.shape):
+    if ext != list(d.shape):
         dst[...] = 0
     if all(e > 0 for e in ext):
-        part = src[tuple(slice(o, o + e) for o, e in zip(offsets, ext))]
-        _put(dst[reg], _work(part) if part.dtype != dst.dtype else part)
+        _put(d[reg], src[tuple(slice(o, o + e) for o, e in zip(offsets, ext))])
 
 
 def tstore(src, dst, offsets, valid) -> None:
-    reg = _region(valid, src.shape)
+    s = _lead(src, dst.ndim)
+    reg = _region(valid, s.shape)
     ext = [r.stop for r in reg]
     if all(e > 0 for e in ext):
-        view = dst[tuple(slice(o, o + e) for o, e in zip(offsets, ext))]
-        tile = src[reg]
-        _put(view, _work(tile) if tile.dtype != dst.dtype else tile)
+        _put(dst[tuple(slice(o, o + e) for o, e in zip(offsets, ext))], s[reg])
 
 
 def tcopy(dst, src) -> None:
-    _put(dst, _work(src) if src.dtype != dst.dtype else src.reshape(dst.shape))
+    _put(dst, src.reshape(dst.shape) if src.size == dst.size else src)
 
 
-def textract(dst, src, offsets) -> None:
+def textract(dst, src, offsets, trans=False) -> None:
+    s = src.reshape(src.shape[-2:])
     o0, o1 = offsets
-    dst[...] = src[o0:o0 + dst.shape[0], o1:o1 + dst.shape[1]]
+    r, c = dst.shape
+    dst[...] = s[o0:o0 + c, o1:o1 + r].T if trans else s[o0:o0 + r, o1:o1 + c]
 
 
 def texpands(dst, value) -> None:
     _put(dst, np.full(dst.shape, value))
 
 
+def tiota(dst, start, step, offset) -> None:
+    _put(dst, start + (offset + np.arange(dst.shape[0])) * step)
+
+
 def telementwise(name: str, dst, *srcs, scalar=None, scalar_side="rhs") -> None:
-    d = O.ELEMENTWISE[name]
-    args = [_work(s) for s in srcs]
-    if scalar is not None:
-        s = np.asarray(scalar, dtype=args[0].dtype)
-        args = [s, args[0]] if scalar_side == "lhs" else [args[0], s]
-    env = {"np": np, "a": args[0], "b": args[1] if len(args) > 1 else None}
-    with np.errstate(all="ignore"):
-        _put(dst, np.broadcast_to(eval(d.np, env), dst.shape))  # noqa: S307 -- catalogue
+    res = elementwise(name, [work(s) for s in srcs], scalar, scalar_side)
+    _put(dst, np.broadcast_to(res, dst.shape))
+
+
+def ttri(dst, src, lower, diagonal, row0, col0) -> None:
+    r, c = src.shape[-2:]
+    rows = row0 + np.arange(r)[:, None]
+    cols = col0 + np.arange(c)[None, :]
+    keep = (cols - rows <= diagonal) if lower else (cols - rows >= diagonal)
+    _put(dst, np.where(keep, src, np.zeros((), src.dtype)))
+
+
+def ttrans(dst, src, perm) -> None:
+    _put(dst, np.transpose(src, perm))
 
 
 def treduce(dst, src, kind: str, dims, valid) -> None:
     reg = tuple(slice(0, max(0, min(int(valid[d]), n))) if d in dims else slice(None)
                 for d, n in enumerate(src.shape))
-    fn = {"sum": np.sum, "max": np.max, "min": np.min}[kind]
-    part = _work(src[reg])
+    part = src[reg]
     if part.size == 0:
-        ident = {"sum": 0, "max": -np.inf, "min": np.inf}[kind]
+        ident = {"sum": 0, "prod": 1, "max": -np.inf, "min": np.inf}[kind]
         _put(dst, np.full(dst.shape, ident))
         return
-    _put(dst, fn(part, axis=tuple(dims), keepdims=True))
+    _put(dst, reduce_array(kind, part, tuple(dims), True))
+
+
+def targreduce(acc_v, acc_i, src, kind, dim, valid, base, init) -> None:
+    n = max(0, min(int(valid[dim]), src.shape[dim]))
+    part = work(np.take(src, np.arange(n), axis=dim))
+    if n == 0:
+        return
+    fn = np.argmax if kind == "max" else np.argmin
+    i = np.expand_dims(fn(part, axis=dim), dim)
+    v = np.take_along_axis(part, i, dim)
+    if init:
+        _put(acc_v, v)
+        _put(acc_i, i + base)
+        return
+    better = v > acc_v if kind == "max" else v < acc_v
+    better |= np.isnan(v) & ~np.isnan(acc_v) if part.dtype.kind == "f" else False
+    _put(acc_i, np.where(better, i + base, acc_i))
+    _put(acc_v, np.where(better, v, acc_v))
+
+
+def tscan(dst, src, carry, kind, dim, valid, init) -> None:
+    fn = np.cumsum if kind == "sum" else np.cumprod
+    n = max(0, min(int(valid[dim]), src.shape[dim]))
+    part = work(np.take(src, np.arange(n), axis=dim))
+    if not init:
+        c = work(carry)
+        part = np.concatenate([c, part], axis=dim)
+        out = np.take(fn(part, axis=dim), np.arange(1, n + 1), axis=dim)
+    else:
+        out = fn(part, axis=dim)
+    full = np.zeros(dst.shape, out.dtype)
+    idx = [slice(None)] * dst.ndim
+    idx[dim] = slice(0, n)
+    full[tuple(idx)] = out
+    _put(dst, full)
+    if n:
+        _put(carry, np.take(out, [n - 1], axis=dim))
+
+
+def tsort(vals, idx, src, descending, valid) -> None:
+    n = max(0, min(int(valid[-1]), src.shape[-1]))
+    v, i = sort_rows(src[..., :n], descending)
+    vals[...] = 0
+    idx[...] = 0
+    vals[..., :n] = v
+    idx[..., :n] = i
+
+
+def tgather(dst, src, index, dim, mode, out_offsets, region_offsets, region_shape) -> None:
+    n = int(region_shape[dim])
+    x = src[tuple(slice(o, o + int(s)) for o, s in zip(region_offsets, region_shape))]
+    idx = np.mod(index.astype(np.int64), n)
+    if mode == "select":
+        coords = np.indices(dst.shape)
+        sel = [np.clip(c + o, 0, int(s) - 1) for c, o, s in zip(coords, out_offsets, region_shape)]
+        sel[dim] = idx[coords[dim].clip(0, idx.shape[0] - 1)]
+        _put(dst, x[tuple(sel)])
+        return
+    coords = np.indices(dst.shape)
+    sel = [np.clip(c + o, 0, int(s) - 1) for c, o, s in zip(coords, out_offsets, region_shape)]
+    sel[dim] = idx
+    _put(dst, x[tuple(sel)])
+
+
+def tscatter(out, index, src, mode, dim, reduce, out_region, index_region, src_region=None,
+             value=None, alpha=1) -> None:
+    def sub(a, r):
+        return a[tuple(slice(o, o + int(s)) for o, s in zip(r["region_offsets"], r["region_shape"]))]
+    o = sub(out, out_region)
+    idx = np.mod(sub(index, index_region).astype(np.int64), o.shape[dim])
+    s = work(sub(src, src_region)) if src is not None else None
+    acc = work(o)
+    if mode == "index_add":
+        for j, t in enumerate(idx):
+            dst = [slice(None)] * o.ndim
+            dst[dim] = t
+            sel = [slice(None)] * o.ndim
+            sel[dim] = j
+            contrib = s[tuple(sel)] if alpha == 1 else \
+                cast_array(s[tuple(sel)] * alpha, _dt(o)).astype(acc.dtype)
+            acc[tuple(dst)] = cast_array(acc[tuple(dst)] + contrib, _dt(o))
+    else:
+        for pos in np.ndindex(*idx.shape):
+            tgt = list(pos)
+            tgt[dim] = idx[pos]
+            tgt = tuple(tgt)
+            v = s[pos] if s is not None else value
+            if reduce == "add":
+                acc[tgt] = cast_array(np.asarray(acc[tgt] + v), _dt(o))
+            elif reduce == "multiply":
+                acc[tgt] = cast_array(np.asarray(acc[tgt] * v), _dt(o))
+            else:
+                acc[tgt] = v
+    _put(o, acc)
 
 
 def tmatmul(acc, a, b, init, k_valid) -> None:
     k = max(0, min(int(k_valid), a.shape[1]))
-    prod = _work(a[:, :k]) @ _work(b[:k, :])
-    if init:
-        _put(acc, prod)
-    else:
-        _put(acc, _work(acc) + prod)
+    prod = work(a[:, :k]) @ work(b[:k, :])
+    _put(acc, prod if init else work(acc) + prod)

@@ -23,7 +23,7 @@ def schedule(doc: Document, target, env: dict | None) -> Document:
     """Order the tasks and, when every size is bound, place each instance on a core."""
     doc = copy_doc(doc, "sched")
     doc.body = [op for op in doc.body if op.name != "schedule"]
-    tasks = [op for op in doc.body if op.name == "task"]
+    tasks = [op for op in doc.walk() if op.name == "task"]
     programs = {op.attrs["name"]: op for op in doc.body if op.name == "program"}
     cores = target.cores()
     lanes = _lanes(cores)
@@ -52,15 +52,17 @@ def _lanes(cores: dict) -> list[str]:
 def _place(doc, tasks, programs, target, env, lanes, attrs) -> None:
     from ..runtime.expand import expand
     exp = expand(doc, env)
-    costs = [task_cost(programs[t.attrs["program"]], t, target, env) for t in tasks]
+    costs = [task_cost(programs[tasks[lc.task].attrs["program"]], lc.scalars, target)
+             for lc in exp.launches]
     free = {k: [(0.0, i) for i, kind in enumerate(lanes) if kind == k] for k in set(lanes)}
     for h in free.values():
         heapq.heapify(h)
     end = [0.0] * exp.n
     rows = []
     for inst in range(exp.n):
-        ti = int(exp.task_of[inst])
-        kind = programs[tasks[ti].attrs["program"]].attrs["core"]
+        li = int(exp.launch_of[inst])
+        lc = exp.launches[li]
+        kind = programs[tasks[lc.task].attrs["program"]].attrs["core"]
         ready = max((end[p] for p in exp.preds[inst]), default=0.0)
         best = None
         for k in CORE_KINDS[kind]:
@@ -71,18 +73,25 @@ def _place(doc, tasks, programs, target, env, lanes, attrs) -> None:
                     best = (start, k, core)
         start, k, core = best
         heapq.heappop(free[k])
-        finish = start + costs[ti]
+        finish = start + costs[li]
         heapq.heappush(free[k], (finish, core))
         end[inst] = finish
-        rows.append([ti, inst - exp.first[ti], core, round(start * 1e6, 3), round(finish * 1e6, 3)])
+        rows.append([lc.task, inst - lc.first, core, round(start * 1e6, 3), round(finish * 1e6, 3)])
     attrs["instances"] = rows
-    attrs["task_cost_us"] = [round(c * 1e6, 3) for c in costs]
+    attrs["launch_cost_us"] = [round(c * 1e6, 3) for c in costs]
     attrs["makespan_us"] = round(max(end, default=0.0) * 1e6, 3)
 
 
-def task_cost(prog: Op, task: Op, target, env: dict) -> float:
-    """Predicted seconds for one instance of task (its program at full tiles)."""
-    formal = {s: E.evaluate(a, env) for s, a in zip(prog.attrs["scalars"], task.attrs["scalars"])}
+def _formal(prog: Op, scalars) -> dict:
+    """Program scalar values of a launch, from the first row of its S matrix."""
+    g = prog.attrs["grid_rank"]
+    row = scalars[0] if len(scalars) else []
+    return {s: int(row[g + i]) for i, s in enumerate(prog.attrs["scalars"])} if len(row) else {}
+
+
+def task_cost(prog: Op, scalars, target) -> float:
+    """Predicted seconds for one instance of a launch (its program at full tiles)."""
+    formal = _formal(prog, scalars)
     clock = float(target["clock_ghz"]) * 1e9
     comp = target["compute"]
     total = float(target.data.get("task_overhead_us", 0.0)) * 1e-6
@@ -129,13 +138,10 @@ def instr_cost(op: Op, target, clock: float, comp: dict) -> float:
     return (float(comp["vector_op_cycles"]) + src_bytes / float(comp["vector_bytes_per_cycle"])) / clock
 
 
-def task_work(prog: Op, task: Op, env: dict) -> tuple[int, int]:
-    """GM bytes moved and FLOPs done by one instance (full tiles, loops at their trip counts)."""
-    formal = {s: E.evaluate(a, env) for s, a in zip(prog.attrs["scalars"], task.attrs["scalars"])}
-    grid = [int(E.evaluate(g, env)) for g in task.attrs["grid"]]
-    n = 1
-    for g in grid:
-        n *= max(0, g)
+def task_work(prog: Op, task: Op, scalars) -> tuple[int, int]:
+    """GM bytes moved and FLOPs done by a launch (full tiles, loops at their trip counts)."""
+    formal = _formal(prog, scalars)
+    n = len(scalars)
 
     def walk(ops, mult: int) -> tuple[int, int]:
         b = f = 0

@@ -1,0 +1,909 @@
+"""The Tensor-mode op catalogue as traced functions (pypto.exp, pypto.matmul, ...).
+
+Primitives emit one tensor-level op each; composites (softmax, rms_norm, gelu, var, concat,
+one_hot, ...) are written in terms of primitives, so their lowering and their numpy meaning
+come for free and `pypto-trace -S` shows what they are made of.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+from ..ir import expr as E
+from ..ir import ops as O
+from ..ir.types import BOOL, DTYPES, F32, I64, DType, TensorType
+from .tensor import SymScalar, TraceTensor, builder, fmt_shape, scalar_expr
+
+_b = builder
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+def _tensor(x, b, what: str) -> TraceTensor:
+    if not isinstance(x, TraceTensor):
+        raise b.error(f"{what} expects a tensor, got {type(x).__name__}")
+    stack = b.loops
+    if x.scope and tuple(stack[:len(x.scope)]) != x.scope:
+        raise b.error(f"{what}: this tensor was computed inside a pypto.loop body and is used "
+                      f"after the loop; write it into a tensor with assemble inside the loop "
+                      f"and read that tensor instead")
+    if x.memory is not None:
+        b.note_access(x if x.base is None else x.base, "read")
+    elif x.base is not None:
+        b.note_access(x.base, "read")
+    return x
+
+
+def _tile(b, rank: int, dt: DType, shape, opname: str, strict: bool = True) -> list:
+    tile = b.vec_tile
+    if tile is None:
+        raise b.error(f"{opname}: no vector tile shape in force; call "
+                      f"pypto.set_vec_tile_shapes(...) before this op")
+    if len(tile) != rank:
+        if strict:
+            raise b.error(f"{opname}: tile shape {tuple(tile)} has rank {len(tile)} but the "
+                          f"operand has rank {rank}; give one tile size per dim")
+        tile = ([1] * rank + list(tile))[-rank:] if rank else []
+    if rank:
+        last, full = tile[-1], shape[-1]
+        if last * dt.itemsize % 32 and not (isinstance(full, int) and last >= full):
+            per = 32 // dt.itemsize
+            raise b.error(f"tile shape {tuple(tile)} is not 32-byte aligned in dim {rank - 1} "
+                          f"({last} x {dt.itemsize} B = {last * dt.itemsize} B); use a multiple "
+                          f"of {per} elements for {dt}")
+    return list(tile)
+
+
+def _broadcast(b, shapes: list, what: str) -> list:
+    n = max(len(s) for s in shapes)
+    out = []
+    for i in range(n):
+        dim = 1
+        for s in shapes:
+            j = i - (n - len(s))
+            if j < 0:
+                continue
+            x = b.norm(s[j])
+            if x == 1:
+                continue
+            if dim == 1:
+                dim = x
+            elif dim != x:
+                dim = b.same(dim, x, f"{what}: shapes " + " and ".join(fmt_shape(s) for s in shapes)
+                             + f" do not broadcast in dim {i}")
+        out.append(dim)
+    return out
+
+
+def _scalar_value(v):
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, (int, float)):
+        return v
+    if isinstance(v, SymScalar):
+        return v.e
+    if type(v).__module__ == "numpy" and hasattr(v, "item"):
+        return v.item()
+    return None
+
+
+def _norm_shape(b, shape) -> tuple:
+    return tuple(b.norm(d) for d in shape)
+
+
+def _result(op, valid=None) -> TraceTensor:
+    return TraceTensor(op.result, valid=valid)
+
+
+def _ew(name: str, *args, strict: bool = True) -> TraceTensor:
+    """An elementwise catalogue op on tensors (one operand of a binary op may be a scalar)."""
+    b = _b()
+    d = O.ELEMENTWISE[name]
+    tensors = [a for a in args if isinstance(a, TraceTensor)]
+    if not tensors:
+        raise b.error(f"{name} needs at least one tensor operand")
+    for t in tensors:
+        _tensor(t, b, name)
+    attrs: dict = {}
+    if len(tensors) < len(args):
+        if d.arity != 2:
+            args = [a if isinstance(a, TraceTensor) else full_like(tensors[0], a) for a in args]
+            tensors = list(args)
+        else:
+            side = "rhs" if isinstance(args[0], TraceTensor) else "lhs"
+            s = args[1] if side == "rhs" else args[0]
+            sv = _scalar_value(s)
+            if sv is None:
+                raise b.error(f"{name}: cannot combine a tensor with {type(s).__name__}")
+            if tensors[0].dtype.kind in ("int", "bool") and isinstance(sv, float):
+                if not float(sv).is_integer():
+                    raise b.error(f"{name}: an {tensors[0].dtype} tensor with the float scalar "
+                                  f"{sv}; cast the tensor to a float dtype first")
+                sv = int(sv)
+            attrs = {"scalar": sv, "scalar_side": side}
+    data = tensors[1:] if name == "where" else tensors
+    dts = {t.dtype for t in data}
+    if len(dts) > 1:
+        raise b.error(f"{name}: dtype mismatch " + " vs ".join(str(t.dtype) for t in data)
+                      + "; convert with pypto.cast(t, dtype)")
+    dt = data[0].dtype
+    if dt.kind not in d.kinds:
+        raise b.error(f"{name} takes {' or '.join(d.kinds)} tensors, not {dt}")
+    shape = _broadcast(b, [t.type.shape for t in tensors], name)
+    out_dt = BOOL if d.out == "bool" else dt
+    attrs["tile"] = _tile(b, len(shape), dt, shape, name, strict)
+    op = b.emit(name, [t.value for t in tensors], [TensorType(out_dt, _norm_shape(b, shape))], attrs)
+    valid = next((t.valid for t in tensors if t.valid is not None and t.ndim == len(shape)), None)
+    return _result(op, valid)
+
+
+def _dims(b, x: TraceTensor, dim, what: str) -> list:
+    dims = list(range(x.ndim)) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    out = []
+    for d in dims:
+        if not isinstance(d, int) or not -x.ndim <= d < x.ndim:
+            raise b.error(f"{what}: dim {d!r} out of range for a rank-{x.ndim} tensor")
+        out.append(d % x.ndim)
+    return sorted(set(out))
+
+
+def _reduce(name: str, x, dim, keepdim: bool, out_dtype: DType | None = None) -> TraceTensor:
+    b = _b()
+    x = _tensor(x, b, name)
+    dims = _dims(b, x, dim, name)
+    if not keepdim and len(dims) == x.ndim:
+        raise b.error(f"{name} over every dim without keepdim gives a rank-0 tensor, which pypto "
+                      f"does not support; pass keepdim=True")
+    tile = _tile(b, x.ndim, x.dtype, x.type.shape, name)
+    shape = [1 if i in dims else b.norm(s) for i, s in enumerate(x.type.shape)]
+    if not keepdim:
+        shape = [s for i, s in enumerate(shape) if i not in dims]
+    op = b.emit(name, [x.value], [TensorType(out_dtype or x.dtype, tuple(shape))],
+                {"dims": dims, "keepdim": bool(keepdim), "tile": tile})
+    return _result(op)
+
+
+# -- tiling ---------------------------------------------------------------------------------
+
+def set_vec_tile_shapes(*dims) -> None:
+    """The tile shape of the vector ops traced after this call (one size per dim)."""
+    b = _b()
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = tuple(dims[0])
+    if not dims or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
+        raise b.error(f"set_vec_tile_shapes takes positive ints, got {dims!r}")
+    b.vec_tile = list(dims)
+
+
+def get_vec_tile_shapes() -> tuple:
+    return tuple(_b().vec_tile or ())
+
+
+def set_cube_tile_shapes(m, k, n, enable_split_k: bool = False) -> None:
+    """Cube tiles for the matmuls traced after this call: each an int or [L0, L1]."""
+    b = _b()
+    out = []
+    for name, v in (("m", m), ("k", k), ("n", n)):
+        pair = [v, v] if isinstance(v, int) else list(v)
+        if len(pair) != 2 or not all(isinstance(x, int) and x > 0 for x in pair):
+            raise b.error(f"set_cube_tile_shapes: {name} must be an int or [L0, L1], got {v!r}")
+        if pair[1] % pair[0]:
+            raise b.error(f"set_cube_tile_shapes: {name} L0 size {pair[0]} must divide its L1 "
+                          f"size {pair[1]}")
+        out.append(pair)
+    if enable_split_k:
+        raise b.error("set_cube_tile_shapes: enable_split_k is not supported yet")
+    b.cube_tile = out
+
+
+def symbolic_scalar(v) -> SymScalar:
+    e = scalar_expr(v)
+    if e is None:
+        raise _b().error("symbolic_scalar takes an int or a symbolic scalar")
+    return SymScalar(e)
+
+
+# -- elementwise ----------------------------------------------------------------------------
+
+def _unary_fn(name):
+    def fn(x):
+        return _ew(name, x)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} (catalogue: {O.UNARY[name].pto})."
+    return fn
+
+
+def _binary_fn(name):
+    def fn(a, b):
+        return _ew(name, a, b)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} with broadcasting (catalogue: {O.BINARY[name].pto})."
+    return fn
+
+
+for _n in O.UNARY:
+    if _n not in ("copy",):
+        globals()[_n] = _unary_fn(_n)
+for _n in O.BINARY:
+    if _n not in ("add", "sub"):
+        globals()[_n] = _binary_fn(_n)
+abs_ = globals()["abs"]
+greater = globals()["gt"]
+
+
+def add(a, b, alpha=1):
+    """a + alpha * b."""
+    return _ew("add", a, b if alpha == 1 else mul(b, alpha))
+
+
+def sub(a, b, alpha=1):
+    """a - alpha * b."""
+    return _ew("sub", a, b if alpha == 1 else mul(b, alpha))
+
+
+def where(condition, x, y):
+    """Select x where condition is true, else y (scalars broadcast)."""
+    b = _b()
+    if not isinstance(condition, TraceTensor):
+        raise b.error("where: the condition must be a tensor")
+    if not isinstance(x, TraceTensor) and not isinstance(y, TraceTensor):
+        raise b.error("where: at least one of x and y must be a tensor")
+    ref = x if isinstance(x, TraceTensor) else y
+    x = x if isinstance(x, TraceTensor) else full_like(ref, x)
+    y = y if isinstance(y, TraceTensor) else full_like(ref, y)
+    return _ew("where", condition, x, y)
+
+
+def clip(x, min=None, max=None):  # noqa: A002 -- the reference API's names
+    """Clamp into [min, max]; bounds are scalars or tensors."""
+    if min is not None:
+        x = maximum(x, min)
+    if max is not None:
+        x = minimum(x, max)
+    return x
+
+
+def ceil_div(a, b):
+    return neg(floor_div(neg(a), b))
+
+
+def round(x, decimals: int = 0):  # noqa: A001
+    """Round half to even at `decimals` places, as numpy.round."""
+    if decimals == 0:
+        return rint(x)
+    scale = 10.0 ** decimals
+    return div(rint(mul(x, scale)), scale)
+
+
+def lrelu(x, negative_slope: float = 0.01):
+    return where(lt(x, 0), mul(x, negative_slope), x)
+
+
+def prelu(x, weight):
+    """Per-channel slope along dim 1 (the last dim of a 2-D input)."""
+    if x.ndim > 2:
+        weight = reshape(weight, [weight.shape[0]] + [1] * (x.ndim - 2))
+    return where(lt(x, 0), mul(x, weight), x)
+
+
+def silu(x):
+    return mul(x, sigmoid(x))
+
+
+def gelu(x, approximate: str = "none"):
+    """GELU: 0.5 x (1 + erf(x / sqrt 2)), or the tanh form with approximate='tanh'."""
+    if approximate == "tanh":
+        inner = mul(add(x, mul(mul(mul(x, x), x), 0.044715)), math.sqrt(2.0 / math.pi))
+        return mul(mul(x, 0.5), add(tanh(inner), 1.0))
+    if approximate != "none":
+        raise _b().error(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+    return mul(mul(x, 0.5), add(erf(mul(x, 1.0 / math.sqrt(2.0))), 1.0))
+
+
+def softmax(x, dim: int = -1):
+    m = amax(x, dim, keepdim=True)
+    e = exp(sub(x, m))
+    return div(e, sum(e, dim, keepdim=True))
+
+
+def expand_exp_dif(a, b):
+    return exp(sub(a, b))
+
+
+def rms_norm(x, gamma=None, eps: float = 1e-6):
+    """x / sqrt(mean(x^2, last dim) + eps) * gamma."""
+    y = mul(x, rsqrt(add(mean(mul(x, x), -1, keepdim=True), eps)))
+    return y if gamma is None else mul(y, gamma)
+
+
+def layer_norm(x, gamma=None, beta=None, eps: float = 1e-5):
+    """(x - mean) / sqrt(var + eps) * gamma + beta over the last dim (biased variance)."""
+    m = mean(x, -1, keepdim=True)
+    c = sub(x, m)
+    y = mul(c, rsqrt(add(mean(mul(c, c), -1, keepdim=True), eps)))
+    if gamma is not None:
+        y = mul(y, gamma)
+    if beta is not None:
+        y = add(y, beta)
+    return y
+
+
+# -- reductions and scans -------------------------------------------------------------------
+
+def sum(x, dim=None, keepdim: bool = False):  # noqa: A001
+    return _reduce("sum", x, dim, keepdim)
+
+
+def prod(x, dim=None, keepdim: bool = False):
+    return _reduce("prod", x, dim, keepdim)
+
+
+def amax(x, dim=None, keepdim: bool = False):
+    return _reduce("amax", x, dim, keepdim)
+
+
+def amin(x, dim=None, keepdim: bool = False):
+    return _reduce("amin", x, dim, keepdim)
+
+
+def _count(x, dims) -> E.Ex:
+    n = 1
+    for d in dims:
+        n = E.mul(n, x.dim(d))
+    return n
+
+
+def mean(x, dim=None, keepdim: bool = False):
+    b = _b()
+    dims = _dims(b, x, dim, "mean")
+    n = _count(x, dims)
+    s = sum(x, dims, keepdim)
+    return div(s, n if isinstance(n, int) else SymScalar(n))
+
+
+def var(x, dim=None, correction: int = 1, keepdim: bool = False):
+    b = _b()
+    dims = _dims(b, x, dim, "var")
+    c = sub(x, mean(x, dims, keepdim=True))
+    n = E.sub(_count(x, dims), correction)
+    s = sum(mul(c, c), dims, keepdim)
+    return div(s, n if isinstance(n, int) else SymScalar(n))
+
+
+def _arg_reduce(name: str, x, dim, keepdim: bool):
+    b = _b()
+    if dim is None or not isinstance(dim, int):
+        raise b.error(f"{name} takes one dim")
+    return _reduce(name, x, dim, keepdim, I64)
+
+
+def argmax(x, dim=None, keepdim: bool = False):
+    """Index of the largest element along dim (the first one on ties), int64."""
+    return _arg_reduce("argmax", x, dim, keepdim)
+
+
+def argmin(x, dim=None, keepdim: bool = False):
+    return _arg_reduce("argmin", x, dim, keepdim)
+
+
+def _scan(name: str, x, dim: int):
+    b = _b()
+    x = _tensor(x, b, name)
+    d = _dims(b, x, dim, name)[0]
+    tile = _tile(b, x.ndim, x.dtype, x.type.shape, name)
+    op = b.emit(name, [x.value], [TensorType(x.dtype, _norm_shape(b, x.type.shape))],
+                {"dim": d, "tile": tile})
+    return _result(op)
+
+
+def cumsum(x, dim: int):
+    return _scan("cumsum", x, dim)
+
+
+def cumprod(x, dim: int):
+    return _scan("cumprod", x, dim)
+
+
+# -- sort and top-k -------------------------------------------------------------------------
+
+def _sort_like(name: str, x, dim: int, results: list, attrs: dict):
+    b = _b()
+    x = _tensor(x, b, name)
+    d = _dims(b, x, dim, name)[0]
+    if d != x.ndim - 1:
+        raise b.error(f"{name} works along the last dim; permute the tensor first")
+    if not isinstance(x.dim(d), int):
+        raise b.error(f"{name} along a symbolic dim is not supported: the sorted dim must have "
+                      f"a fixed size")
+    tile = _tile(b, x.ndim, x.dtype, x.type.shape, name)
+    if tile[-1] < x.dim(d):
+        raise b.error(f"{name}: the tile ({tile[-1]} in the last dim) must cover the whole "
+                      f"sorted dim ({x.dim(d)}); set a tile with {x.dim(d)} there")
+    op = b.emit(name, [x.value], results, {**attrs, "dim": d, "tile": tile})
+    return [_result_i(op, i) for i in range(len(results))]
+
+
+def _result_i(op, i):
+    return TraceTensor(op.results[i])
+
+
+def topk(x, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, algo=None):  # noqa: A002
+    """(values, indices) of the k largest (smallest) elements along the last dim; ties keep
+    the lower index first."""
+    b = _b()
+    d = _dims(b, x, dim, "topk")[0]
+    n = x.dim(d)
+    if not isinstance(k, int) or not (isinstance(n, int) and 0 < k <= n):
+        raise b.error(f"topk: k={k!r} must be an int in [1, {E.to_str(n)}]")
+    shape = _norm_shape(b, x.type.shape[:-1]) + (k,)
+    v, i = _sort_like("topk", x, dim, [TensorType(x.dtype, shape), TensorType(I64, shape)],
+                      {"k": k, "largest": bool(largest)})
+    return v, i
+
+
+def sort(x, dim: int = -1, descending: bool = False):
+    shape = _norm_shape(_b(), x.type.shape)
+    v, i = _sort_like("sort", x, dim, [TensorType(x.dtype, shape), TensorType(I64, shape)],
+                      {"descending": bool(descending)})
+    return v, i
+
+
+def argsort(x, dim: int = -1, descending: bool = True):
+    """Indices that sort x along the last dim (descending by default, as in the reference);
+    equal elements keep their order."""
+    shape = _norm_shape(_b(), x.type.shape)
+    (i,) = _sort_like("argsort", x, dim, [TensorType(I64, shape)],
+                      {"descending": bool(descending)})
+    return i
+
+
+# -- matmul and cast ------------------------------------------------------------------------
+
+def _cube_fits(b, dt: DType, out_dt: DType) -> None:
+    """The reference's L0/L1 capacity rule, against the smallest built-in target (A2/A3)."""
+    (mL0, mL1), (kL0, kL1), (nL0, nL1) = b.cube_tile
+    size = dt.itemsize
+
+    def up(v):
+        return -(-v // 16) * 16
+    checks = [("L0A", up(mL0) * up(kL0) * size, 65536, f"m L0 {mL0} x k L0 {kL0}"),
+              ("L0B", up(kL0) * up(nL0) * size, 65536, f"k L0 {kL0} x n L0 {nL0}"),
+              ("L0C", up(mL0) * up(nL0) * 4, 131072, f"m L0 {mL0} x n L0 {nL0} (fp32)"),
+              ("L1", (mL1 * kL1 + kL1 * nL1) * size, 524288, f"A {mL1}x{kL1} + B {kL1}x{nL1}")]
+    for buf, need, cap, what in checks:
+        if need > cap:
+            raise b.error(f"cube tiles do not fit: {what} needs {need // 1024} KiB of {buf}, "
+                          f"which holds {cap // 1024} KiB; use smaller set_cube_tile_shapes")
+    for name, v in (("m", mL0), ("k", kL0), ("n", nL0)):
+        if v * size % 32 and v > 1:
+            raise b.error(f"cube tile {name} L0 size {v} is not 32-byte aligned for {dt}")
+
+
+def matmul(a, b_, out_dtype: DType, a_trans: bool = False, b_trans: bool = False,
+           bias=None, extend_params: dict | None = None):
+    """a @ b for 2-D to 4-D operands with batch broadcasting; fp32 (int32) accumulation,
+    optional transposes and a bias row added before the cast to out_dtype."""
+    b = _b()
+    a = _tensor(a, b, "matmul")
+    b_ = _tensor(b_, b, "matmul")
+    if extend_params:
+        unknown = set(extend_params) - {"bias_tensor"}
+        if unknown:
+            raise b.error(f"matmul: extend_params {sorted(unknown)} are not supported "
+                          f"(supported: bias_tensor)")
+        bias = extend_params.get("bias_tensor", bias)
+    if not (2 <= a.ndim <= 4 and 2 <= b_.ndim <= 4):
+        raise b.error(f"matmul takes 2-D to 4-D operands, got ranks {a.ndim} and {b_.ndim}")
+    if a.dtype != b_.dtype:
+        raise b.error(f"matmul: operand dtypes differ ({a.dtype} vs {b_.dtype}); cast one")
+    if not isinstance(out_dtype, DType):
+        raise b.error(f"matmul: out_dtype must be a pypto dtype, got {out_dtype!r}")
+    if b.cube_tile is None:
+        raise b.error("matmul needs cube tile shapes: call pypto.set_cube_tile_shapes(m, k, n) "
+                      "before it")
+    _cube_fits(b, a.dtype, out_dtype)
+    sa, sb = list(a.type.shape), list(b_.type.shape)
+    m, k = (sa[-1], sa[-2]) if a_trans else (sa[-2], sa[-1])
+    k2, n = (sb[-1], sb[-2]) if b_trans else (sb[-2], sb[-1])
+    b.same(k, k2, f"matmul: inner dims differ ({fmt_shape(sa)}{'^T' if a_trans else ''} @ "
+                  f"{fmt_shape(sb)}{'^T' if b_trans else ''})")
+    batch = _broadcast(b, [sa[:-2], sb[:-2]], "matmul batch dims") if \
+        (len(sa) > 2 or len(sb) > 2) else []
+    acc = DTYPES["i32"] if a.dtype.kind == "int" else F32
+    mm_dtype = out_dtype if bias is None else acc
+    op = b.emit("matmul", [a.value, b_.value],
+                [TensorType(mm_dtype, _norm_shape(b, batch + [m, n]))],
+                {"out_dtype": mm_dtype.name, "a_trans": bool(a_trans), "b_trans": bool(b_trans),
+                 "cube": [list(t) for t in b.cube_tile]})
+    out = _result(op)
+    if bias is not None:
+        bias = _tensor(bias, b, "matmul bias")
+        if bias.dtype != acc:
+            bias = cast(bias, acc, strict=False)
+        out = _ew("add", out, bias, strict=False)
+        if out_dtype != acc:
+            out = cast(out, out_dtype, strict=False)
+    return out
+
+
+def cast(x, dtype: DType, mode=None, strict: bool = True):
+    """Convert to dtype, rounding to nearest even (floats to ints included)."""
+    b = _b()
+    x = _tensor(x, b, "cast")
+    if not isinstance(dtype, DType):
+        raise b.error(f"cast: bad dtype {dtype!r}; use pypto.DT_FP16 and friends")
+    small = x.dtype if x.dtype.itemsize <= dtype.itemsize else dtype
+    tile = _tile(b, x.ndim, small, x.type.shape, "cast", strict)
+    op = b.emit("cast", [x.value], [TensorType(dtype, _norm_shape(b, x.type.shape))],
+                {"dtype": dtype.name, "tile": tile})
+    return _result(op, x.valid)
+
+
+# -- views, writes and shapes ---------------------------------------------------------------
+
+def _dim_arg(v, b, what: str) -> E.Ex:
+    e = scalar_expr(v)
+    if e is None:
+        raise b.error(f"{what} must be an int or a symbolic scalar, not {type(v).__name__}")
+    return b.norm(e)
+
+
+def view(t, shape, offsets, valid_shape=None):
+    """A sub-tensor (no copy); valid_shape marks the part that holds data (tails)."""
+    b = _b()
+    t = _tensor(t, b, "view")
+    shape = [_dim_arg(s, b, "view shape") for s in shape]
+    offsets = [_dim_arg(o, b, "view offset") for o in offsets]
+    if len(shape) != t.ndim or len(offsets) != t.ndim:
+        raise b.error(f"view of a rank-{t.ndim} tensor needs {t.ndim} sizes and offsets")
+    for i, (o, s, d) in enumerate(zip(offsets, shape, t.type.shape)):
+        end = E.add(o, s)
+        if isinstance(end, int) and isinstance(d, int) and end > d and valid_shape is None:
+            raise b.error(f"view [{E.to_str(o)}:{E.to_str(end)}] is out of bounds in dim {i} "
+                          f"(size {d}); pass valid_shape= for a tail")
+    attrs = {"offsets": offsets, "shape": shape}
+    valid = None
+    if valid_shape is not None:
+        valid = [_dim_arg(v, b, "valid_shape") for v in valid_shape]
+        if len(valid) != t.ndim:
+            raise b.error(f"valid_shape needs {t.ndim} entries")
+        attrs["valid"] = valid
+    op = b.emit("view", [t.value], [TensorType(t.dtype, tuple(shape))], attrs)
+    base = t if t.memory is not None else t.base
+    base_offs = offsets if t.memory is not None else (
+        [E.add(x, y) for x, y in zip(t.base_offsets, offsets)] if t.base is not None else None)
+    return TraceTensor(op.result, valid=valid, base=base, base_offsets=base_offs)
+
+
+def assemble(src, offsets, dst, parallel: bool = False) -> None:
+    """Write src into dst (a parameter, a local tensor, or a view of one) at offsets."""
+    b = _b()
+    src = _tensor(src, b, "assemble")
+    offsets = [_dim_arg(o, b, "assemble offset") for o in offsets]
+    if not isinstance(dst, TraceTensor) or (dst.memory is None and dst.base is None):
+        raise b.error("assemble writes into a kernel parameter or a pypto.tensor local (or a "
+                      "view of one)")
+    if dst.memory is None:
+        offsets = [E.add(x, y) for x, y in zip(dst.base_offsets, offsets)]
+        target = dst.base
+    else:
+        target = dst
+    if len(offsets) != target.ndim or src.ndim != target.ndim:
+        raise b.error(f"assemble: a rank-{src.ndim} source into a rank-{target.ndim} destination "
+                      f"with {len(offsets)} offsets")
+    if src.dtype != target.dtype:
+        raise b.error(f"assemble: source dtype {src.dtype} differs from {target.memory}'s "
+                      f"{target.dtype}; cast it first")
+    for i, (o, s, d) in enumerate(zip(offsets, src.type.shape, target.type.shape)):
+        end = E.add(o, s)
+        if isinstance(end, int) and isinstance(d, int) and end > d and src.valid is None:
+            raise b.error(f"assemble writes [{E.to_str(o)}:{end}] in dim {i} of {target.memory}, "
+                          f"which has size {d}")
+    b.note_access(target, "write")
+    attrs = {"offsets": offsets}
+    if b.vec_tile is not None and len(b.vec_tile) == src.ndim:
+        attrs["tile"] = list(b.vec_tile)
+    b.emit("assemble", [src.value, target.value], [], attrs)
+
+
+def reshape(t, shape, valid_shape=None, inplace: bool = False):
+    """Same elements in a new shape (row-major); one entry may be -1."""
+    b = _b()
+    t = _tensor(t, b, "reshape")
+    dims = [_dim_arg(s, b, "reshape shape") for s in shape]
+    total = t.type.numel()
+    if dims.count(-1) > 1:
+        raise b.error("reshape: at most one -1")
+    if -1 in dims:
+        known = 1
+        for d in dims:
+            if d != -1:
+                known = E.mul(known, d)
+        dims[dims.index(-1)] = E.floordiv(total, known)
+    prod_ = 1
+    for d in dims:
+        prod_ = E.mul(prod_, d)
+    if prod_ != b.norm(total) and isinstance(E.sub(prod_, total), int):
+        raise b.error(f"reshape {fmt_shape(t.type.shape)} -> {fmt_shape(dims)}: element counts "
+                      f"differ")
+    op = b.emit("reshape", [t.value], [TensorType(t.dtype, tuple(dims))], {"shape": dims})
+    return _result(op)
+
+
+def unsqueeze(t, dim: int):
+    shape = list(t.type.shape)
+    dim = dim % (len(shape) + 1)
+    return reshape(t, shape[:dim] + [1] + shape[dim:])
+
+
+def permute(t, perm):
+    b = _b()
+    t = _tensor(t, b, "permute")
+    perm = [p % t.ndim for p in perm]
+    if sorted(perm) != list(range(t.ndim)):
+        raise b.error(f"permute: {perm} is not a permutation of {t.ndim} dims")
+    shape = [b.norm(t.type.shape[p]) for p in perm]
+    tile = _tile(b, t.ndim, t.dtype, shape, "permute")
+    op = b.emit("permute", [t.value], [TensorType(t.dtype, tuple(shape))],
+                {"perm": perm, "tile": tile})
+    return _result(op)
+
+
+def transpose(t, dim0, dim1=None):
+    """Swap two dims (or, given a list, permute)."""
+    if dim1 is None:
+        return permute(t, list(dim0))
+    perm = list(range(t.ndim))
+    perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+    return permute(t, perm)
+
+
+def clone(t):
+    return _ew("copy", t)
+
+
+def expand_clone(t, shape):
+    """Materialise a broadcast of t to shape."""
+    b = _b()
+    t = _tensor(t, b, "expand_clone")
+    dims = [_dim_arg(s, b, "expand_clone shape") for s in shape]
+    _broadcast(b, [t.type.shape, dims], "expand_clone")
+    tile = _tile(b, len(dims), t.dtype, dims, "expand_clone")
+    op = b.emit("copy", [t.value], [TensorType(t.dtype, tuple(dims))], {"tile": tile})
+    return _result(op)
+
+
+def tensor(shape, dtype: DType, name: str | None = None):
+    """A local tensor (uninitialised, like torch.empty): write it with assemble first."""
+    b = _b()
+    dims = tuple(_dim_arg(s, b, "tensor shape") for s in shape)
+    if name is None:
+        name = f"local{b.nlocals}"
+        b.nlocals += 1
+    if not name.isidentifier():
+        raise b.error(f"tensor name {name!r} must be an identifier")
+    op = b.emit("tensor", [], [TensorType(dtype, dims)], {})
+    op.results[0].name = name
+    return TraceTensor(op.result, memory=name)
+
+
+def concat(tensors, dim: int = 0):
+    """Concatenate along dim (assembled into a local tensor)."""
+    b = _b()
+    ts = [_tensor(t, b, "concat") for t in tensors]
+    if not ts:
+        raise b.error("concat of nothing")
+    d = _dims(b, ts[0], dim, "concat")[0]
+    shape = list(ts[0].type.shape)
+    total = 0
+    for t in ts:
+        if t.ndim != len(shape):
+            raise b.error("concat: ranks differ")
+        for i in range(len(shape)):
+            if i != d:
+                b.same(shape[i], t.type.shape[i], f"concat: dim {i} differs")
+        total = E.add(total, t.dim(d))
+    shape[d] = total
+    out = tensor(shape, ts[0].dtype)
+    off = 0
+    for t in ts:
+        assemble(t, [off if i == d else 0 for i in range(len(shape))], out)
+        off = E.add(off, t.dim(d))
+    return out
+
+
+def pad(x, pad, mode: str = "constant", value: float = 0.0):
+    """torch.nn.functional.pad, constant mode: pad = (last_lo, last_hi, prev_lo, prev_hi, ...)."""
+    b = _b()
+    if mode != "constant":
+        raise b.error(f"pad: only mode='constant' is supported, not {mode!r}")
+    if len(pad) % 2 or len(pad) // 2 > x.ndim:
+        raise b.error("pad: give (lo, hi) pairs for at most every dim, last dim first")
+    shape, offs = list(x.type.shape), [0] * x.ndim
+    for j in range(len(pad) // 2):
+        d = x.ndim - 1 - j
+        lo, hi = int(pad[2 * j]), int(pad[2 * j + 1])
+        shape[d] = E.add(E.add(shape[d], lo), hi)
+        offs[d] = lo
+    out = tensor(shape, x.dtype)
+    assemble(full(shape, value, x.dtype, strict=False), [0] * x.ndim, out)
+    assemble(x, offs, out)
+    return out
+
+
+def _tri(name: str, x, diagonal: int):
+    b = _b()
+    x = _tensor(x, b, name)
+    if x.ndim < 2:
+        raise b.error(f"{name} needs at least 2 dims")
+    tile = _tile(b, x.ndim, x.dtype, x.type.shape, name)
+    op = b.emit(name, [x.value], [TensorType(x.dtype, _norm_shape(b, x.type.shape))],
+                {"diagonal": int(diagonal), "tile": tile})
+    return _result(op)
+
+
+def tril(x, diagonal: int = 0):
+    return _tri("tril", x, diagonal)
+
+
+def triu(x, diagonal: int = 0):
+    return _tri("triu", x, diagonal)
+
+
+# -- indexing -------------------------------------------------------------------------------
+
+def _index_tensor(b, idx, what: str) -> TraceTensor:
+    idx = _tensor(idx, b, what)
+    if idx.dtype.kind != "int":
+        raise b.error(f"{what}: indices must be an integer tensor, not {idx.dtype}")
+    return idx
+
+
+def gather(x, dim: int, index):
+    """out[i][j] = x[index[i][j]][j] along dim (torch.gather); indices wrap modulo the dim."""
+    b = _b()
+    x = _tensor(x, b, "gather")
+    index = _index_tensor(b, index, "gather")
+    d = _dims(b, x, dim, "gather")[0]
+    if index.ndim != x.ndim:
+        raise b.error(f"gather: index has rank {index.ndim}, x has rank {x.ndim}")
+    tile = _tile(b, index.ndim, index.dtype, index.type.shape, "gather")
+    op = b.emit("gather", [x.value, index.value],
+                [TensorType(x.dtype, _norm_shape(b, index.type.shape))], {"dim": d, "tile": tile})
+    return _result(op)
+
+
+def index_select(x, dim: int, index):
+    """Slices of x along dim picked by a 1-D index; indices wrap modulo the dim."""
+    b = _b()
+    x = _tensor(x, b, "index_select")
+    index = _index_tensor(b, index, "index_select")
+    if index.ndim != 1:
+        raise b.error("index_select: the index must be 1-D")
+    d = _dims(b, x, dim, "index_select")[0]
+    shape = list(_norm_shape(b, x.type.shape))
+    shape[d] = index.dim(0)
+    tile = _tile(b, x.ndim, x.dtype, shape, "index_select")
+    op = b.emit("index_select", [x.value, index.value], [TensorType(x.dtype, tuple(shape))],
+                {"dim": d, "tile": tile})
+    return _result(op)
+
+
+def scatter(x, dim: int, index, src, reduce: str | None = None):
+    """A copy of x with src written at index along dim (torch.scatter); duplicates: the last
+    write in row-major order wins; reduce='add' or 'multiply' accumulates instead."""
+    b = _b()
+    x = _tensor(x, b, "scatter")
+    index = _index_tensor(b, index, "scatter")
+    d = _dims(b, x, dim, "scatter")[0]
+    if reduce not in (None, "add", "multiply"):
+        raise b.error(f"scatter: reduce must be None, 'add' or 'multiply', not {reduce!r}")
+    if index.ndim != x.ndim:
+        raise b.error(f"scatter: index has rank {index.ndim}, x has rank {x.ndim}")
+    operands = [x.value, index.value]
+    attrs = {"dim": d, "reduce": reduce or "none"}
+    if isinstance(src, TraceTensor):
+        src = _tensor(src, b, "scatter")
+        if src.dtype != x.dtype:
+            raise b.error(f"scatter: src dtype {src.dtype} differs from x's {x.dtype}")
+        operands.append(src.value)
+    else:
+        v = _scalar_value(src)
+        if v is None:
+            raise b.error("scatter: src must be a tensor or a scalar")
+        attrs["value"] = v
+    attrs["tile"] = _tile(b, x.ndim, x.dtype, x.type.shape, "scatter", strict=False)
+    op = b.emit("scatter", operands, [TensorType(x.dtype, _norm_shape(b, x.type.shape))], attrs)
+    return _result(op)
+
+
+def index_add(x, dim: int, index, source, alpha=1):
+    """A copy of x with alpha * source added at the 1-D index along dim (in index order)."""
+    b = _b()
+    x = _tensor(x, b, "index_add")
+    index = _index_tensor(b, index, "index_add")
+    source = _tensor(source, b, "index_add")
+    d = _dims(b, x, dim, "index_add")[0]
+    if index.ndim != 1:
+        raise b.error("index_add: the index must be 1-D")
+    if source.dtype != x.dtype:
+        raise b.error(f"index_add: source dtype {source.dtype} differs from x's {x.dtype}")
+    attrs = {"dim": d, "alpha": alpha,
+             "tile": _tile(b, x.ndim, x.dtype, x.type.shape, "index_add", strict=False)}
+    op = b.emit("index_add", [x.value, index.value, source.value],
+                [TensorType(x.dtype, _norm_shape(b, x.type.shape))], attrs)
+    return _result(op)
+
+
+def one_hot(x, num_classes: int):
+    """int64 one-hot encoding along a new last dim."""
+    xi = unsqueeze(cast(x, I64, strict=False) if x.dtype != I64 else x, -1)
+    classes = arange(num_classes, dtype=I64)
+    return cast(eq(xi, classes), I64, strict=False)
+
+
+# -- creation -------------------------------------------------------------------------------
+
+def full(size, fill_value, dtype: DType = F32, valid_shape=None, strict: bool = False):
+    """A tensor of `size` filled with a scalar."""
+    b = _b()
+    dims = tuple(_dim_arg(s, b, "full size") for s in size)
+    v = _scalar_value(fill_value)
+    if v is None:
+        raise b.error(f"full: fill value must be a number, not {type(fill_value).__name__}")
+    tile = _tile(b, len(dims), dtype, dims, "full", strict=strict)
+    op = b.emit("full", [], [TensorType(dtype, dims)], {"value": v, "tile": tile})
+    return _result(op)
+
+
+def full_like(t, value):
+    return full([1] * t.ndim, value, t.dtype)
+
+
+def full_like_region(shape, value, dtype):
+    return full(shape, value, dtype)
+
+
+def zeros(size, dtype: DType = F32):
+    return full(size, 0, dtype)
+
+
+def ones(size, dtype: DType = F32):
+    return full(size, 1, dtype)
+
+
+def arange(start, end=None, step=1, dtype: DType | None = None):
+    """1-D [start, end) in steps of step (int64 for ints, float32 otherwise)."""
+    b = _b()
+    if end is None:
+        start, end = 0, start
+    for v in (start, end, step):
+        if _scalar_value(v) is None:
+            raise b.error("arange bounds must be numbers or symbolic scalars")
+    s0, s1, st = _scalar_value(start), _scalar_value(end), _scalar_value(step)
+    if dtype is None:
+        dtype = F32 if any(isinstance(v, float) for v in (s0, s1, st)) else I64
+    if any(isinstance(v, float) for v in (s0, s1, st)):
+        if not all(isinstance(v, (int, float)) for v in (s0, s1, st)):
+            raise b.error("arange with float bounds needs constant bounds")
+        n = builtins.max(0, math.ceil((s1 - s0) / st))
+    else:
+        n = E.cdiv(E.sub(s1, s0), st)
+    tile = _tile(b, 1, dtype, [n], "arange", strict=False)
+    op = b.emit("arange", [], [TensorType(dtype, (n,))],
+                {"start": s0, "step": st, "tile": tile})
+    return _result(op)
+
+
+# tensor methods: x.exp(), x.sum(-1), x.reshape([...]), ...
+METHODS = {n: globals()[n] for n in list(O.UNARY) + list(O.BINARY) if n in globals()}
+METHODS.update({"abs": abs_, "add": add, "sub": sub, "sum": sum, "prod": prod, "amax": amax,
+                "amin": amin, "mean": mean, "var": var, "argmax": argmax, "argmin": argmin,
+                "cumsum": cumsum, "cumprod": cumprod, "cast": cast, "reshape": reshape,
+                "view": view, "transpose": transpose, "permute": permute,
+                "unsqueeze": unsqueeze, "clone": clone, "expand_clone": expand_clone,
+                "softmax": softmax, "silu": silu, "gelu": gelu, "topk": topk, "sort": sort,
+                "argsort": argsort, "gather": gather, "index_select": index_select,
+                "scatter": scatter, "index_add": index_add, "tril": tril, "triu": triu,
+                "clip": clip, "where": lambda x, c, y: where(c, x, y), "round": round,
+                "max": amax, "min": amin, "to": cast, "astype": cast})
