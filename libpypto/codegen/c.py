@@ -16,6 +16,7 @@ from ..errors import PyptoError
 from ..ir import expr as E
 from ..ir import ops as O
 from ..ir.types import TensorType, TileType
+from .c_more import MoreInstrs
 
 SPACE_ORDER = ("ub", "l1", "l0a", "l0b", "l0c")
 ACC_LANES = 16     # independent partial accumulators per reduced row: fixed order, vectorises
@@ -104,7 +105,7 @@ def _strides(shape) -> list:
     return list(reversed(out))
 
 
-class _Program:
+class _Program(MoreInstrs):
     def __init__(self, prog, base: dict):
         self.prog, self.base = prog, base
         self.names: dict = {}
@@ -189,6 +190,8 @@ class _Program:
         tile_v, gm_v = op.operands
         tt: TileType = tile_v.type
         gt: TensorType = gm_v.type
+        if tt.rank < gt.rank:     # missing leading tile dims are 1 (batch dims)
+            tt = TileType(tt.space, tt.dtype, (1,) * (gt.rank - tt.rank) + tuple(tt.shape))
         tn, gn = self.tile(tile_v), self.names[gm_v]
         offs = [self.ex(o) for o in op.attrs["offsets"]]
         valid = [self.ex(v) for v in op.attrs["valid"]]
@@ -254,9 +257,15 @@ class _Program:
 
     def i_textract(self, op) -> None:
         d, s = op.operands
-        (r, c), (_, C) = d.type.shape, s.type.shape
+        (r, c), C = d.type.shape, s.type.shape[-1]
         o0, o1 = (self.ex(o) for o in op.attrs["offsets"])
         i = self.fresh()
+        if op.attrs.get("trans"):     # dst[i][j] = src[o0 + j][o1 + i]
+            j = self.fresh("j")
+            self.emit(f"for (int64_t {i} = 0; {i} < {r}; {i}++) for (int64_t {j} = 0; {j} < {c}; "
+                      f"{j}++) {self.tile(d)}[{i} * {c} + {j}] = "
+                      f"{self.tile(s)}[({o0} + {j}) * {C} + {o1} + {i}];")
+            return
         self.emit(f"for (int64_t {i} = 0; {i} < {r}; {i}++) memcpy({self.tile(d)} + {i} * {c}, "
                   f"{self.tile(s)} + ({o0} + {i}) * {C} + {o1}, {c * d.type.dtype.itemsize});")
 
@@ -292,7 +301,8 @@ class _Program:
         if "scalar" in op.attrs:
             lit = _flit(op.attrs["scalar"]) if not is_int else self.int_scalar(op.attrs["scalar"])
             args = [lit, args[0]] if op.attrs.get("scalar_side") == "lhs" else [args[0], lit]
-        env = {"a": f"({args[0]})", "b": f"({args[1]})" if len(args) > 1 else ""}
+        env = {"a": f"({args[0]})", "b": f"({args[1]})" if len(args) > 1 else "",
+               "c": f"({args[2]})" if len(args) > 2 else ""}
         expr = _subst_ab(tmpl, env)
         out_kind = "int" if is_int else "float"
         if flat:
@@ -330,10 +340,12 @@ class _Program:
         valid = op.attrs["valid"]
         shape = src.type.shape
         dt, sdt = dst.type.dtype, src.type.dtype
-        ident, _, comb, _, _ = O.REDUCE[{"sum": "sum", "max": "amax", "min": "amin"}[kind]]
+        ident, _, comb, _, _ = O.REDUCE[kind]
         work = "float" if sdt.kind == "float" else "int64_t"
         if work != "float":
-            ident = {"0": "0", "-INFINITY": "INT64_MIN", "INFINITY": "INT64_MAX"}[ident]
+            ident = {"0": "0", "1": "1", "-INFINITY": "INT64_MIN", "INFINITY": "INT64_MAX"}[ident]
+            comb = {"max": "({x} > {acc} ? {x} : {acc})",
+                    "min": "({x} < {acc} ? {x} : {acc})"}.get(kind, comb)
         r = len(shape)
         self.emit("{")
         self.depth += 1
@@ -419,7 +431,7 @@ def _subst_ab(tmpl: str, env: dict) -> str:
         ch = tmpl[i]
         prev = tmpl[i - 1] if i else " "
         nxt = tmpl[i + 1] if i + 1 < len(tmpl) else " "
-        if ch in "ab" and not (prev.isalnum() or prev == "_") and not (nxt.isalnum() or nxt == "_"):
+        if ch in "abc" and not (prev.isalnum() or prev == "_") and not (nxt.isalnum() or nxt == "_"):
             out.append(env[ch])
         else:
             out.append(ch)

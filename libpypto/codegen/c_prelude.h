@@ -1,5 +1,6 @@
 /* pypto C prelude: types, index helpers and vectorisable math shared by every program. */
 #include <math.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 

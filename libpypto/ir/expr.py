@@ -346,6 +346,72 @@ def evaluate(e: Ex, env: Mapping[str, object]):
     raise ValueError(f"unknown expression op {op!r}")
 
 
+def bounds(e: Ex, ranges: Mapping[str, tuple]) -> tuple:
+    """Interval (lo, hi) that e stays in when each symbol stays in its range; None = unbounded.
+
+    Symbols without a range are only known to be >= 0 (sizes, indices)."""
+    inf = None
+    if isinstance(e, int):
+        return e, e
+    op, args = e.op, e.args
+    if op == "sym":
+        return ranges.get(args[0], (0, inf))
+    b = [bounds(a, ranges) for a in args]
+    if op == "add":
+        lo = sum(x[0] for x in b) if all(x[0] is not None for x in b) else None
+        hi = sum(x[1] for x in b) if all(x[1] is not None for x in b) else None
+        return lo, hi
+    if op == "mul":
+        lo, hi = b[0]
+        for lo2, hi2 in b[1:]:
+            if None in (lo, hi, lo2, hi2):
+                if (lo is not None and lo >= 0 and lo2 is not None and lo2 >= 0):
+                    lo, hi = lo * lo2, None
+                    continue
+                return None, None
+            c = [lo * lo2, lo * hi2, hi * lo2, hi * hi2]
+            lo, hi = min(c), max(c)
+        return lo, hi
+    if op in ("min", "max"):
+        los, his = [x[0] for x in b], [x[1] for x in b]
+        if op == "min":
+            lo = min(los) if None not in los else None
+            hi = min(h for h in his if h is not None) if any(h is not None for h in his) else None
+        else:
+            lo = max(lo for lo in los if lo is not None) if any(x is not None for x in los) else None
+            hi = max(his) if None not in his else None
+        return lo, hi
+    if op in ("floordiv", "cdiv") and isinstance(args[1], int) and args[1] > 0:
+        (lo, hi), d = b[0], args[1]
+        f = (lambda v: v // d) if op == "floordiv" else (lambda v: -(-v // d))
+        return (f(lo) if lo is not None else None), (f(hi) if hi is not None else None)
+    return None, None
+
+
+def simplify_in(e: Ex, ranges: Mapping[str, tuple]) -> Ex:
+    """Drop the arguments of a min (max) that the ranges prove never smaller (larger)."""
+    if not isinstance(e, Expr) or e.op not in ("min", "max"):
+        return e
+    keep = []
+    for a in e.args:
+        dominated = False
+        for o in e.args:
+            if o is a:
+                continue
+            lo, hi = bounds(sub(a, o) if e.op == "min" else sub(o, a), ranges)
+            if lo is not None and lo >= 0 and (o in keep or o not in keep):
+                dominated = True
+                break
+        if not dominated:
+            keep.append(a)
+    if not keep:
+        keep = [e.args[0]]
+    r = keep[0]
+    for a in keep[1:]:
+        r = _minmax(e.op, r, a)
+    return r
+
+
 class UnboundSymbol(Exception):
     """Raised by evaluate() when a symbol has no value; .name is the symbol."""
 

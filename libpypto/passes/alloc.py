@@ -17,7 +17,7 @@ SPACE_NAMES = {"ub": "UB", "l1": "L1", "l0a": "L0A", "l0b": "L0B", "l0c": "L0C"}
 def alloc(doc: Document, *, target) -> Document:
     """Assign tile buffer offsets (first fit over live ranges); check per-core capacity."""
     doc = copy_doc(doc)
-    for blk in doc.body:
+    for blk in doc.walk():
         if blk.name != "block":
             continue
         offsets, peak = plan(blk.regions[0], target)

@@ -113,9 +113,13 @@ def _subst(a, env):
 
 
 def _canonical(prog: Op) -> str:
-    """Text of a program without its name and location: equal text, same program."""
+    """Text of a program without its name and source locations: equal text, same program."""
+    body = clone_ops(prog.regions[0], {})
+    for top in body:
+        for op in top.walk():
+            op.loc = None
     tmp = Op(prog.name, [], [], {k: v for k, v in prog.attrs.items() if k not in ("name", "ops")},
-             prog.regions, None)
+             [body], None)
     return print_doc(Document("exec", [tmp]))
 
 

@@ -47,6 +47,7 @@ class _Expander:
         self.nkernels = 0
         self.nws = 0
         self.dest: list = out.body
+        self.ranges: dict = {}        # loop var -> (first, last) where both are ints
 
     # helpers
     def gm(self, name: str, t: TensorType, attrs: dict, loc=None) -> Value:
@@ -121,7 +122,12 @@ class _Expander:
     def x_loop(self, op):
         new = Op("loop", [], [], dict(op.attrs), [[]], op.loc)
         self.dest.append(new)
+        a = op.attrs
+        if all(isinstance(a[k], int) for k in ("start", "stop", "step")) and a["stop"] > a["start"]:
+            last = a["start"] + (a["stop"] - a["start"] - 1) // a["step"] * a["step"]
+            self.ranges[a["var"]] = (a["start"], last)
         self.region(op.regions[0], new.regions[0])
+        self.ranges.pop(a["var"], None)
 
     def x_if(self, op):
         new = Op("if", [], [], dict(op.attrs), [[], []], op.loc)
@@ -136,6 +142,7 @@ class _Expander:
                  for s, lim, o in zip(op.attrs["shape"], base.valid, offs)]
         if "valid" in op.attrs:
             valid = [E.minimum(v, a) for v, a in zip(valid, op.attrs["valid"])]
+        valid = [E.simplify_in(v, self.ranges) for v in valid]
         self.home[op.result] = Home(base.gm, [E.add(b, o) for b, o in zip(base.offsets, offs)],
                                     valid)
 
