@@ -75,9 +75,9 @@ def _instr(op, names: dict, lines: list, depth: int) -> None:
         src = op.operands[1].type
         dims = a["dims"]
         if dims == [src.rank - 1]:
-            mnem = O.REDUCE[{"sum": "sum", "max": "amax", "min": "amin"}[a["kind"]]][3]
+            mnem = O.REDUCE[a["kind"]][3]
         elif dims == [0] and src.rank == 2:
-            mnem = O.REDUCE[{"sum": "sum", "max": "amax", "min": "amin"}[a["kind"]]][4]
+            mnem = O.REDUCE[a["kind"]][4]
         else:
             mnem = f"TREDUCE{a['kind'].upper()}"
         text = f"{mnem} {ops[0]}, {ops[1]}  ; dims {dims}, valid [" + \

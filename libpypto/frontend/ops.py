@@ -247,7 +247,8 @@ def where(condition, x, y):
     if not isinstance(condition, TraceTensor):
         raise b.error("where: the condition must be a tensor")
     if not isinstance(x, TraceTensor) and not isinstance(y, TraceTensor):
-        raise b.error("where: at least one of x and y must be a tensor")
+        dt = F32 if any(isinstance(_scalar_value(v), float) for v in (x, y)) else I64
+        x = full([1] * condition.ndim, x, dt)
     ref = x if isinstance(x, TraceTensor) else y
     x = x if isinstance(x, TraceTensor) else full_like(ref, x)
     y = y if isinstance(y, TraceTensor) else full_like(ref, y)

@@ -32,9 +32,14 @@ def run_tensor(doc, arrays: dict, env: dict) -> dict:
     return arrays
 
 
+def is_float(dt) -> bool:
+    """numpy floats and ml_dtypes' bfloat16 (whose numpy kind is 'V')."""
+    return dt.kind == "f" or dt.name == "bfloat16"
+
+
 def work(a: np.ndarray) -> np.ndarray:
     """The compute type of an array: float32 for floats, int64 for integers and bools."""
-    return a.astype(np.float32) if a.dtype.kind == "f" else a.astype(np.int64)
+    return a.astype(np.float32) if is_float(a.dtype) else a.astype(np.int64)
 
 
 def cast_array(x: np.ndarray, dt) -> np.ndarray:
@@ -42,10 +47,10 @@ def cast_array(x: np.ndarray, dt) -> np.ndarray:
     target = dt.np if not isinstance(dt, str) else _dtype(dt).np
     if target.kind == "b":
         return x != 0
-    if x.dtype.kind == "f" and target.kind in "iu":
+    if is_float(x.dtype) and target.kind in "iu":
         with np.errstate(all="ignore"):
             return np.rint(x.astype(np.float32)).astype(target)
-    if x.dtype.kind == "f" and target.kind == "f" and x.dtype.itemsize < 4 and target.itemsize < 4:
+    if is_float(x.dtype) and is_float(target) and x.dtype.itemsize < 4 and target.itemsize < 4:
         return x.astype(np.float32).astype(target)
     return x.astype(target)
 
@@ -72,7 +77,7 @@ def sort_rows(x: np.ndarray, descending: bool):
     """Stable sort along the last dim: (values, int64 indices); ties keep the lower index."""
     w = work(x)
     key = -w if descending else w
-    if w.dtype.kind == "f":
+    if is_float(w.dtype):
         # NaN sorts last ascending and first descending, as torch does
         key = np.where(np.isnan(w), -np.inf if descending else np.inf, key)
     idx = np.argsort(key, axis=-1, kind="stable")
@@ -288,7 +293,7 @@ class _Interp:
         if op.attrs.get("b_trans"):
             b = np.swapaxes(b, -1, -2)
             vb = None
-        if a.dtype.kind == "f":
+        if is_float(a.dtype):
             r = np.matmul(a.astype(np.float32), b.astype(np.float32))
         else:
             r = np.matmul(a.astype(np.int64), b.astype(np.int64))
@@ -324,9 +329,9 @@ class _Interp:
             tgt = tuple(tgt)
             v = src[pos]
             if red == "add":
-                out[tgt] = _round_scalar(out[tgt] + v, x.dtype)
+                out[tgt] = _round_to(np.asarray(out[tgt] + v), op.result.type.dtype)
             elif red == "multiply":
-                out[tgt] = _round_scalar(out[tgt] * v, x.dtype)
+                out[tgt] = _round_to(np.asarray(out[tgt] * v), op.result.type.dtype)
             else:
                 out[tgt] = v
         self.set(op, _round_to(out, op.result.type.dtype))
@@ -342,9 +347,10 @@ class _Interp:
             dst[d] = t
             sel = [slice(None)] * x.ndim
             sel[d] = j
-            contrib = _round_to(src[tuple(sel)] * alpha, x.dtype).astype(out.dtype) \
+            dt = op.result.type.dtype
+            contrib = _round_to(src[tuple(sel)] * alpha, dt).astype(out.dtype) \
                 if alpha != 1 else src[tuple(sel)]
-            out[tuple(dst)] = _round_to(out[tuple(dst)] + contrib, x.dtype)
+            out[tuple(dst)] = _round_to(out[tuple(dst)] + contrib, dt)
         self.set(op, _round_to(out, op.result.type.dtype))
 
 
@@ -352,10 +358,6 @@ def _round_to(a, dt) -> np.ndarray:
     """A compute-type result rounded to the op's dtype (floats to ints to nearest even)."""
     a = np.asarray(a)
     return cast_array(a, dt) if a.dtype != dt.np else a
-
-
-def _round_scalar(v, dtype):
-    return np.asarray(v).astype(dtype).astype(np.asarray(v).dtype)
 
 
 def _merge_valid(valids, rank):

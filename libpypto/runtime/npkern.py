@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .interp import cast_array, elementwise, reduce_array, sort_rows, work
+from .interp import cast_array, elementwise, is_float, reduce_array, sort_rows, work
 
 
 def _put(dst: np.ndarray, value) -> None:
@@ -115,7 +115,7 @@ def targreduce(acc_v, acc_i, src, kind, dim, valid, base, init) -> None:
         _put(acc_i, i + base)
         return
     better = v > acc_v if kind == "max" else v < acc_v
-    better |= np.isnan(v) & ~np.isnan(acc_v) if part.dtype.kind == "f" else False
+    better |= np.isnan(v) & ~np.isnan(acc_v) if is_float(part.dtype) else False
     _put(acc_i, np.where(better, i + base, acc_i))
     _put(acc_v, np.where(better, v, acc_v))
 
