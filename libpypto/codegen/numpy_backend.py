@@ -99,8 +99,7 @@ class _Program:
                          f"{self.exs(a['offsets'])}, trans={bool(a.get('trans'))})")
         elif n == "texpands":
             v = a["value"]
-            self.emit(d, f"texpands({self.t(op.operands[0])}, "
-                         f"{self.ex(v) if isinstance(v, E.Expr) else repr(v)})")
+            self.emit(d, f"texpands({self.t(op.operands[0])}, {self.val(v)})")
         elif n == "treduce":
             self.emit(d, f"treduce({self.t(op.operands[0])}, {self.t(op.operands[1])}, "
                          f"{a['kind']!r}, {tuple(a['dims'])!r}, {self.exs(a['valid'])})")
@@ -113,8 +112,7 @@ class _Program:
             extra = ""
             if "scalar" in a:
                 s = a["scalar"]
-                extra = f", scalar={self.ex(s) if isinstance(s, E.Expr) else repr(s)}, " \
-                        f"scalar_side={a.get('scalar_side', 'rhs')!r}"
+                extra = f", scalar={self.val(s)}, scalar_side={a.get('scalar_side', 'rhs')!r}"
             self.emit(d, f"telementwise({n[1:]!r}, {args}{extra})")
         elif n in _GENERIC:
             args = [self.t(v) for v in op.operands]

@@ -244,6 +244,8 @@ class SymScalar:
 def scalar_expr(v) -> E.Ex | None:
     if isinstance(v, SymScalar):
         return v.e
+    if isinstance(v, E.Expr):
+        return v
     if isinstance(v, bool):
         return int(v)
     if isinstance(v, int):

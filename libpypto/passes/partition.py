@@ -285,8 +285,10 @@ def _drop_dead_stores(blocks: list, rest: list) -> None:
     read = set()
     for b in blocks:
         for op in b.walk():
-            if op.name == "tload":
+            if op.name in ("tload", "tgather"):
                 read.add(op.operands[1])
+            elif op.name == "tscatter":
+                read.update(op.operands)
     for op in rest:
         if op.name == "gm" and op.attrs.get("workspace") and op.result not in read:
             op.attrs["_live"] = False
