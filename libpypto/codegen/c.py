@@ -287,7 +287,8 @@ class _Program(MoreInstrs):
         srcs = op.operands[1:]
         dt = dst.type.dtype
         shape = dst.type.shape
-        is_int = dt.kind != "float"
+        data = [v for v in srcs if v.type.dtype.kind != "bool"] or srcs
+        is_int = data[0].type.dtype.kind != "float"      # the compute type follows the inputs
         tmpl = d.c_int if (is_int and d.c_int) else d.c
         args = []
         idx_vars = [self.fresh() for _ in shape]
@@ -304,7 +305,7 @@ class _Program(MoreInstrs):
         env = {"a": f"({args[0]})", "b": f"({args[1]})" if len(args) > 1 else "",
                "c": f"({args[2]})" if len(args) > 2 else ""}
         expr = _subst_ab(tmpl, env)
-        out_kind = "int" if is_int else "float"
+        out_kind = "int" if (is_int or dt.kind != "float") else "float"
         if flat:
             i = idx_vars[0]
             self.emit(f"for (int64_t {i} = 0; {i} < {_numel(shape)}; {i}++) "

@@ -529,6 +529,14 @@ class Kernel:
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         sig = inspect.signature(fn)
+        if any(isinstance(p.annotation, str) for p in sig.parameters.values()):
+            # `from __future__ import annotations` turns annotations into strings
+            try:
+                sig = inspect.signature(fn, eval_str=True)
+            except Exception as exc:
+                raise TypeError(f"{self.name}: cannot evaluate the parameter annotations "
+                                f"({type(exc).__name__}: {exc}); with `from __future__ import "
+                                f"annotations` they must only use module-level names") from None
         self.tensor_params: list[tuple[str, TensorSpec]] = []
         self.const_params: list[inspect.Parameter] = []
         for p in sig.parameters.values():
