@@ -26,7 +26,13 @@ _LAZY = {
 }
 
 
+_SUBMODULES = {"errors", "driver", "ir", "frontend", "passes", "sched", "codegen", "runtime",
+               "sim", "prof", "targets", "cli"}
+
+
 def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return import_module(f"libpypto.{name}")
     target = _LAZY.get(name)
     if target is None:
         if name.startswith("_"):
