@@ -16,16 +16,17 @@ from .alloc import plan
 from .assign_memory import pipe_of
 
 
-def partition(doc: Document, *, target, fuse: bool = True) -> Document:
+def partition(doc: Document, *, target, fuse: bool = True, max_kernels: int = 64) -> Document:
     """Fuse same-grid kernels into block subgraphs that fit a core's buffers.
 
     fuse: merge kernels at all (fuse=false gives one block per kernel).
+    max-kernels: most kernels in one block (bounds the work per merge: linear compile time).
     """
     doc = copy_doc(doc)
     rest = [op for op in doc.body if op.name in ("source", "gm")]
     counter = [0]
     body = _partition_region([op for op in doc.body if op.name not in ("source", "gm")],
-                             target, fuse, counter)
+                             target, fuse, counter, max_kernels)
     blocks = [op for top in body for op in top.walk() if op.name == "block"]
     _drop_dead_stores(blocks, rest)
     doc.body = [op for op in rest if op.name != "gm" or op.attrs.get("_live", True)] + body
@@ -34,7 +35,7 @@ def partition(doc: Document, *, target, fuse: bool = True) -> Document:
     return doc
 
 
-def _partition_region(ops: list, target, fuse: bool, counter: list) -> list:
+def _partition_region(ops: list, target, fuse: bool, counter: list, max_kernels: int) -> list:
     """Fuse runs of kernels between region ops; regions are partitioned inside, never across."""
     out: list = []
     segment: list = []
@@ -42,7 +43,7 @@ def _partition_region(ops: list, target, fuse: bool, counter: list) -> list:
     def flush():
         if not segment:
             return
-        p = _Partitioner(list(segment), target)
+        p = _Partitioner(list(segment), target, max_kernels)
         if fuse:
             p.fuse()
         for g in p.ordered_groups():
@@ -55,7 +56,7 @@ def _partition_region(ops: list, target, fuse: bool, counter: list) -> list:
             segment.append(op)
             continue
         flush()
-        op.regions = [_partition_region(r, target, fuse, counter) for r in op.regions]
+        op.regions = [_partition_region(r, target, fuse, counter, max_kernels) for r in op.regions]
         out.append(op)
     flush()
     return out
@@ -69,8 +70,8 @@ def access_key(op: Op) -> tuple:
 
 
 class _Partitioner:
-    def __init__(self, kernels: list, target):
-        self.kernels, self.target = kernels, target
+    def __init__(self, kernels: list, target, max_kernels: int = 64):
+        self.kernels, self.target, self.max_kernels = kernels, target, max_kernels
         n = len(kernels)
         self.group = list(range(n))
         self.members = {i: [i] for i in range(n)}
@@ -147,6 +148,8 @@ class _Partitioner:
         if ka.attrs["grid"] != kb.attrs["grid"]:
             return False
         both = self.members[a] + self.members[b]
+        if len(both) > self.max_kernels:
+            return False
         if not self.target.mixed_programs:
             kinds = {self.core_kind(self.members[a]), self.core_kind(self.members[b])}
             if len(kinds) > 1 or "mixed" in kinds:
@@ -181,11 +184,15 @@ class _Partitioner:
         return {self.group[s] for m in self.members[g] for s in self.succ[m]} - {g}
 
     def _path_outside(self, a: int, b: int) -> bool:
-        """Is there a path a -> x -> ... -> b through a group x outside a and b?"""
+        """Is there a path a -> x -> ... -> b through a group x outside a and b?
+
+        Edges run forward in program order, so a group that starts after b's last kernel
+        cannot lead back to b: the search stays between the two."""
+        last = self.members[b][-1]
         seen, stack = set(), [x for x in self._group_succ(a) if x != b]
         while stack:
             x = stack.pop()
-            if x in seen:
+            if x in seen or self.members[x][0] > last:
                 continue
             seen.add(x)
             for y in self._group_succ(x):
@@ -234,8 +241,8 @@ class _Partitioner:
 
 def _forward(body: list) -> list:
     """On-chip forwarding of stored tiles, shared duplicate loads (top level only)."""
-    stored: dict = {}
-    loaded: dict = {}
+    stored: dict = {}        # gm -> {footprint key: tile last stored there}
+    loaded: dict = {}        # gm -> {footprint key + tile type: tile loaded from there}
     alias: dict = {}
     out: list = []
     dead_tiles: set = set()
@@ -244,13 +251,17 @@ def _forward(body: list) -> list:
         if op.name == "tstore":
             gm = op.operands[1]
             key = access_key(op)
-            loaded = {k: v for k, v in loaded.items() if k[0] is not gm}
-            stored = {k: v for k, v in stored.items() if k[0] is not gm or k == key}
-            stored[key] = op.operands[0]
+            loaded.pop(gm, None)
+            stored[gm] = {key: op.operands[0]}
+        elif op.name in ("tscatter", "tgather"):
+            for v in op.operands:
+                loaded.pop(v, None)
+                stored.pop(v, None)
         elif op.name == "tload":
             key = access_key(op)
+            gm = op.operands[1]
             dst = op.operands[0]
-            src = stored.get(key)
+            src = stored.get(gm, {}).get(key)
             if src is not None:
                 if src.type == dst.type:
                     alias[dst] = src
@@ -261,11 +272,11 @@ def _forward(body: list) -> list:
                 out.append(mov)
                 continue
             lk = key + (dst.type,)
-            if lk in loaded:
-                alias[dst] = loaded[lk]
+            if lk in loaded.get(gm, {}):
+                alias[dst] = loaded[gm][lk]
                 dead_tiles.add(dst)
                 continue
-            loaded[lk] = dst
+            loaded.setdefault(gm, {})[lk] = dst
         out.append(op)
     if alias:
         for top in out:
