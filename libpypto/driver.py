@@ -49,6 +49,7 @@ def parse_ir(data: bytes, source: str = "<input>") -> Document:
             raise InputError(f"{source}: {exc}") from None
         serde.check_version(list(doc.version), source)
     verify_or_raise(doc, f"in {source}")
+    doc.source = source
     return doc
 
 
@@ -125,6 +126,8 @@ def load_op_file(path: str):
     """Import an op file as a fresh module; errors become one-line CompileErrors."""
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory")
     name = "pypto_opfile_" + "".join(c if c.isalnum() else "_" for c in os.path.basename(path))
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -192,7 +195,8 @@ def trace(path: str, kernel: str | None = None, consts: dict | None = None,
 
 def _require_at_most(doc: Document, level: str, tool: str) -> None:
     if level_index(doc.level) > level_index(level):
-        raise InputError(f"got a '{doc.level}' file, past what {tool} makes "
+        where = f"{doc.source}: " if getattr(doc, "source", None) else ""
+        raise InputError(f"{where}got a '{doc.level}' file, past what {tool} makes "
                          f"(try {NEXT_TOOL.get(doc.level, 'pypto-prof')})")
 
 

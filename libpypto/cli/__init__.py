@@ -18,7 +18,11 @@ def run_tool(app, prog: str) -> None:
         f"{prog}: warning: {loc}: {msg}\n" if loc else f"{prog}: warning: {msg}\n"))
     debug = bool(os.environ.get("PYPTO_DEBUG"))
     try:
-        app(prog_name=prog, standalone_mode=False)
+        rc = app(prog_name=prog, standalone_mode=False)
+        if rc == 130:             # typer reports Ctrl-C as a return value
+            raise KeyboardInterrupt
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
     except PyptoError as exc:
         if debug:
             raise

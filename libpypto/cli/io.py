@@ -26,7 +26,19 @@ def read_input(path: str) -> tuple[bytes, str]:
 
 
 def atomic_write(path: str, data: bytes) -> None:
-    """Write via a temporary file in the same directory, then rename over the target."""
+    """Write via a temporary file in the same directory, then rename over the target.
+
+    Special files (/dev/null, a FIFO, a terminal) are written in place: renaming over them
+    would replace the device with a plain file."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        if os.path.isdir(path):
+            raise UsageError(f"cannot write {path}: is a directory")
+        try:
+            with open(path, "wb") as f:
+                f.write(data)
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+        return
     d = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".pypto-", suffix=".tmp")
@@ -35,6 +47,7 @@ def atomic_write(path: str, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -42,6 +55,12 @@ def atomic_write(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_output(path: str, data: bytes, binary: bool) -> None:

@@ -79,6 +79,7 @@ class Document:
     attrs: dict = field(default_factory=dict)
     producer: list = field(default_factory=list)
     version: tuple = VERSION
+    source: str | None = field(default=None, compare=False)   # where it was read from
 
     def walk(self) -> Iterator[Op]:
         for op in self.body:

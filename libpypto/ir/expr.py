@@ -332,12 +332,15 @@ def evaluate(e: Ex, env: Mapping[str, object]):
     if op in ("lt", "le", "eq", "ne"):
         r = {"lt": v[0] < v[1], "le": v[0] <= v[1], "eq": v[0] == v[1], "ne": v[0] != v[1]}[op]
         return int(r) if isinstance(r, bool) else r.astype("int64")
-    if op == "and":
-        return v[0] & v[1] if not isinstance(v[0], int) else int(bool(v[0]) and bool(v[1]))
-    if op == "or":
-        return v[0] | v[1] if not isinstance(v[0], int) else int(bool(v[0]) or bool(v[1]))
-    if op == "not":
-        return 1 - v[0] if not isinstance(v[0], int) else int(not v[0])
+    if op in ("and", "or", "not"):
+        if all(isinstance(x, int) for x in v):
+            return int({"and": lambda: bool(v[0]) and bool(v[1]),
+                        "or": lambda: bool(v[0]) or bool(v[1]),
+                        "not": lambda: not v[0]}[op]())
+        import numpy as np
+        b = [np.asarray(x) != 0 for x in v]
+        r = {"and": lambda: b[0] & b[1], "or": lambda: b[0] | b[1], "not": lambda: ~b[0]}[op]()
+        return r.astype("int64")
     if op == "select":
         if isinstance(v[0], int):
             return v[1] if v[0] else v[2]
@@ -592,6 +595,11 @@ class ExprParser:
             return e
         if t[0] == "name":
             if t[1] == "not":
+                if self.peek() == ("op", "("):     # not(...) as printed: binds tightly
+                    self.take()
+                    e = self.expr()
+                    self.expect(")")
+                    return logical_not(e)
                 return logical_not(self.expr(2))
             if self.peek() == ("op", "("):
                 self.take()

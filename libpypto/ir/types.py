@@ -67,8 +67,9 @@ def from_numpy(np_dtype) -> DType:
                      f"(supported: {', '.join(d.np_name for d in DTYPES.values())})")
 
 
-# Memory spaces, as in PTO: GM (HBM), UB (vector buffer), L1, L0A, L0B, L0C
-SPACES = ("gm", "ub", "l1", "l0a", "l0b", "l0c")
+# Memory spaces, as in PTO: GM (HBM), UB (vector buffer), L1, L0A, L0B, L0C; "any" until
+# assign-memory has placed a tile
+SPACES = ("gm", "ub", "l1", "l0a", "l0b", "l0c", "any")
 
 
 @dataclass(frozen=True)

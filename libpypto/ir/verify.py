@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..errors import VerifyError
 from . import ops as O
-from .types import ScalarType, TensorType, TileType
+from .types import DTYPES, ScalarType, TensorType, TileType
 
 
 @dataclass
@@ -91,6 +91,49 @@ class _Verifier:
                     self.tensor_ops(r, attrs, memory)
             elif op.name not in UNTILED:
                 self.tile_attr(op)
+            self.op_attrs(op)
+
+    def op_attrs(self, op) -> None:
+        """The attributes each tensor op needs, with the right kinds and ranges."""
+        a = op.attrs
+        rank = op.operands[0].type.rank if op.operands and \
+            isinstance(op.operands[0].type, TensorType) else None
+
+        def need(key, ok, what):
+            if key not in a or not ok(a[key]):
+                self.err(f"{op.name} needs {key} = {what}", op.loc)
+                return False
+            return True
+
+        def is_int(v):
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        if op.name == "param":
+            need("index", is_int, "the parameter's position (an int)")
+        elif op.name in ("sum", "prod", "amax", "amin", "argmax", "argmin"):
+            need("dims", lambda v: isinstance(v, list) and v and all(
+                is_int(d) and 0 <= d < rank for d in v), f"a list of dims in [0, {rank})")
+            need("keepdim", lambda v: isinstance(v, bool), "true or false")
+        elif op.name in ("cumsum", "cumprod", "topk", "sort", "argsort", "gather",
+                         "index_select", "scatter", "index_add"):
+            need("dim", lambda v: is_int(v) and 0 <= v < rank, f"a dim in [0, {rank})")
+        elif op.name == "view":
+            for key in ("offsets", "shape"):
+                need(key, lambda v: isinstance(v, list) and len(v) == rank,
+                     f"a list of {rank} sizes")
+        elif op.name == "assemble":
+            dst = op.operands[1].type.rank if len(op.operands) == 2 else None
+            need("offsets", lambda v: isinstance(v, list) and len(v) == dst,
+                 f"a list of {dst} offsets")
+            if len(op.operands) == 2 and op.operands[0].type.rank != dst:
+                self.err("assemble source and destination ranks differ", op.loc)
+        elif op.name == "matmul":
+            need("out_dtype", lambda v: v in DTYPES, "a dtype name")
+        elif op.name == "cast":
+            need("dtype", lambda v: v in DTYPES, "a dtype name")
+        elif op.name == "permute":
+            need("perm", lambda v: isinstance(v, list) and sorted(v) == list(range(rank or 0)),
+                 "a permutation of the dims")
 
     def tile_attr(self, op) -> None:
         if op.name == "matmul":

@@ -22,7 +22,8 @@ class PassSpec:
     def __str__(self) -> str:
         if not self.options:
             return self.name
-        opts = ",".join(f"{k}={v}" for k, v in self.options.items())
+        opts = ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                        for k, v in self.options.items())
         return f"{self.name}{{{opts}}}"
 
 

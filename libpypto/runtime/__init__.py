@@ -41,7 +41,11 @@ def run_code(doc: Document, inputs: dict | None = None, bind: dict | None = None
         if name not in roles:
             raise UsageError(f"input {name!r} is not a parameter of {doc.attrs.get('kernel')} "
                              f"(parameters: {', '.join(roles)})")
-    env = D.bind(doc, given, bind or {})
+    sched = next((op for op in doc.body if op.name == "schedule"), None)
+    defaults = dict(sched.attrs.get("bindings") or {}) if sched is not None else {}
+    explicit = {**{k: v for k, v in defaults.items() if not _bound_by(doc, k, given)},
+                **(bind or {})}
+    env = D.bind(doc, given, explicit)
     arrays = D.prepare(doc, given, env, seed)
     reference = {k: v.copy() for k, v in arrays.items()} if verify else None
     nthreads = threads or host_cpus()
@@ -105,6 +109,12 @@ def run_code(doc: Document, inputs: dict | None = None, bind: dict | None = None
     out = Document("run", [Op("run", [], [], attrs, [], None)], dict(doc.attrs),
                    list(doc.producer))
     return out
+
+
+def _bound_by(doc, symbol: str, given: dict) -> bool:
+    """Does an input array fix this symbol (so a schedule's binding must not override it)?"""
+    info = doc.attrs.get("symbols", {}).get(symbol, {})
+    return any(p in given for p, _ in info.get("dims", []))
 
 
 def _host_target(target) -> str:

@@ -30,8 +30,10 @@ def schedule(doc: Document, target, env: dict | None) -> Document:
     for t in tasks:
         kind = programs[t.attrs["program"]].attrs["core"]
         if not any(k in cores for k in CORE_KINDS[kind]):
+            built = doc.attrs.get("target", {}).get("name", "?")
             raise UsageError(f"target {target.name} has no core that runs {kind} programs "
-                             f"(cores: {', '.join(cores)})")
+                             f"(cores: {', '.join(cores)}); the graph was lowered for "
+                             f"{built}: lower it with --target {target.name}")
     attrs = {"target": target.name, "cores": cores, "order": list(range(len(tasks))),
              "bindings": dict(sorted((env or {}).items())), "instances": None}
     symbols = set(doc.attrs.get("symbols", {}))
