@@ -48,7 +48,10 @@ def parse_ir(data: bytes, source: str = "<input>") -> Document:
         except ValueError as exc:
             raise InputError(f"{source}: {exc}") from None
         serde.check_version(list(doc.version), source)
-    verify_or_raise(doc, f"in {source}")
+    try:
+        verify_or_raise(doc, f"in {source}")
+    except PyptoError as exc:
+        raise InputError(str(exc)) from None
     doc.source = source
     return doc
 
@@ -170,6 +173,12 @@ def trace(path: str, kernel: str | None = None, consts: dict | None = None,
           bind: dict | None = None) -> Document:
     """Trace the @pypto.jit kernel of an op file into its Tensor Graph."""
     from .frontend.tensor import find_kernels
+    if path == "-":
+        raise UsageError("pypto-trace imports its op file, so it needs a path (a .py file), "
+                         "not stdin")
+    if not path.endswith(".py"):
+        raise UsageError(f"{path}: pypto-trace takes an op file (.py); IR files go to the later "
+                         f"tools (pypto-lower, pypto-run, ...)")
     with deadline(f"importing {os.path.basename(path)}"):
         module = load_op_file(path)
     kernels = find_kernels(module)

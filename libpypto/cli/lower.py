@@ -12,10 +12,24 @@ def describe_passes() -> str:
     rows = []
     for name in sorted(PASSES):
         src, dst, _ = PASSES[name]
-        opts = ", ".join(f"{k}={default}"
+        opts = ", ".join(f"{k}={str(default).lower() if isinstance(default, bool) else default}"
                          for k, (_, default) in pass_options(name).items())
         rows.append([name, f"{src} -> {dst}", describe(name), opts])
     return tabulate(rows, headers=["pass", "levels", "what it does", "options"], tablefmt="plain")
+
+
+def input_for_pipeline(src: str):
+    """The input --print-pipeline starts from: a file, piped IR, or none (the default)."""
+    from . import load_doc
+    if src != "-":
+        return load_doc(src)
+    if sys.stdin.isatty():
+        return None
+    data = sys.stdin.buffer.read()
+    if not data:
+        return None
+    from ..driver import parse_ir
+    return parse_ir(data, "<stdin>")
 
 
 def lower_main(doc, passes, target, print_pipeline, print_after_all, print_after, verify_each,
@@ -46,5 +60,6 @@ def lower_main(doc, passes, target, print_pipeline, print_after_all, print_after
         total = sum(t for _, t in inst.timings) or 1.0
         rows = [[n, f"{t * 1e3:.3f}", f"{100 * t / total:.1f}"] for n, t in inst.timings]
         rows.append(["total", f"{total * 1e3:.3f}", "100.0"])
-        sys.stderr.write(tabulate(rows, headers=["pass", "ms", "%"], tablefmt="plain") + "\n")
+        sys.stderr.write(tabulate(rows, headers=["pass", "ms", "%"], tablefmt="plain",
+                                  disable_numparse=True) + "\n")
     return result

@@ -3,8 +3,15 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>      /* non-temporal stores (pp_store) */
+#endif
 
 typedef void (*pp_prog)(void *const *T, const int64_t *S, char *B);
+
+/* Before a loop over the ACC_LANES lanes of a reduction: keep it a loop, which gcc turns into
+   one vector operation, rather than unrolling it into scalar code first. */
+#define PP_LANES _Pragma("GCC unroll 1")
 
 static inline int64_t pp_floordiv(int64_t a, int64_t b) {
     int64_t q = a / b;
@@ -14,6 +21,36 @@ static inline int64_t pp_mod(int64_t a, int64_t b) { return a - pp_floordiv(a, b
 static inline int64_t pp_cdiv(int64_t a, int64_t b) { return -pp_floordiv(-a, b); }
 static inline int64_t pp_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t pp_max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* tstore into a big output bypasses the caches with non-temporal stores: the output is not
+   read again soon, and no read-for-ownership of its lines halves the traffic of a store.
+   Smaller outputs take ordinary stores and stay in the cache for whoever reads them next. */
+#define PP_STREAM_BYTES (16 << 20)
+static inline int pp_stream(int64_t tensor_bytes) { return tensor_bytes >= PP_STREAM_BYTES; }
+static inline void pp_store(void *dst, const void *src, int64_t n, int stream) {
+#if defined(__SSE2__)
+    if (stream && n >= 256) {
+        char *d = (char *)dst;
+        const char *s = (const char *)src;
+        int64_t head = (int64_t)(-(uintptr_t)d & 63);   /* up to a cache-line boundary */
+        memcpy(d, s, (size_t)head);
+        d += head, s += head, n -= head;
+        for (; n >= 64; d += 64, s += 64, n -= 64)
+            for (int q = 0; q < 64; q += 16)
+                _mm_stream_si128((__m128i *)(d + q), _mm_loadu_si128((const __m128i *)(s + q)));
+        memcpy(d, s, (size_t)n);
+        return;
+    }
+#endif
+    memcpy(dst, src, (size_t)n);
+}
+/* after a streaming tstore: order its stores before whatever the task does next */
+static inline void pp_store_end(int stream) {
+#if defined(__SSE2__)
+    if (stream) _mm_sfence();
+#endif
+    (void)stream;
+}
 
 /* bf16 is stored as the upper half of an fp32; conversion rounds to nearest even. */
 static inline float pp_bf2f(uint16_t h) {
@@ -38,9 +75,10 @@ static inline float pp_expf(float x) {
     r = r - n * 1.428606765330187045e-06f;
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666418f
               + r * (0.00833345205f + r * 0.00138888899f)))));
-    /* scale by 2^n in two steps so that n down to -150 stays representable */
+    /* scale by 2^n in two steps so that n down to -150 stays representable (both halves
+       are exact powers of two and p * 2^n1 is exact, so the split does not change bits) */
     int32_t ni = (int32_t)n;
-    int32_t n1 = ni / 2, n2 = ni - n1;
+    int32_t n1 = ni >> 1, n2 = ni - n1;
     union { uint32_t u; float f; } s1, s2;
     s1.u = (uint32_t)(n1 + 127) << 23;
     s2.u = (uint32_t)(n2 + 127) << 23;
@@ -50,3 +88,73 @@ static inline float pp_expf(float x) {
 }
 
 static inline float pp_tanhf(float x) { return tanhf(x); }
+
+/* tmatmul on the host: c[M,N] += a[M,K] . b[K,N] over k < kv, accumulated in fp32.
+   Every element of c is accumulated in k order, one fused multiply-add per k, whatever the
+   blocking below: the result does not depend on the tile sizes or on the thread.
+   The micro-kernel keeps a PP_MR x PP_NR block of c in registers: GNU C vector types (not
+   intrinsics), which gcc maps onto AVX-512 (or AVX2, or SSE) registers; it reads b in place
+   (the tile is hot in the cache: packing it did not pay). fp16/bf16 operands are first
+   widened to fp32 in the workspace W (M*K floats for a, then K*N for b). Rows and columns
+   beyond whole blocks take a plain loop. */
+enum { PP_F32, PP_F16, PP_BF16 };
+#define PP_MR 8           /* rows of c per register block */
+#define PP_NR 32          /* columns of c per register block: two 16-float vectors */
+#define PP_KC 256         /* k steps per pass over a block: its strip of b stays in L1/L2 */
+typedef float pp_f32x16 __attribute__((vector_size(64), aligned(4)));
+
+static inline float pp_elem(const void *p, int dt, int64_t i) {
+    if (dt == PP_BF16) return pp_bf2f(((const uint16_t *)p)[i]);
+#ifdef __FLT16_MAX__                   /* the compiler has _Float16 */
+    if (dt == PP_F16) return (float)((const _Float16 *)p)[i];
+#endif
+    return ((const float *)p)[i];
+}
+
+/* c[0:PP_MR, 0:PP_NR] += a[0:PP_MR, 0:kc] . b[0:kc, 0:PP_NR]  (row strides ldc, lda, ldb) */
+static inline void pp_mm_block(float *c, int64_t ldc, const float *a, int64_t lda,
+                               const float *b, int64_t ldb, int64_t kc) {
+    enum { NV = PP_NR / 16 };
+    pp_f32x16 acc[PP_MR][NV];
+    for (int i = 0; i < PP_MR; i++)
+        for (int v = 0; v < NV; v++) acc[i][v] = *(const pp_f32x16 *)(c + i * ldc + 16 * v);
+    for (int64_t k = 0; k < kc; k++) {
+        const pp_f32x16 *bk = (const pp_f32x16 *)(b + k * ldb);
+        for (int i = 0; i < PP_MR; i++)
+            for (int v = 0; v < NV; v++) acc[i][v] += a[i * lda + k] * bk[v];
+    }
+    for (int i = 0; i < PP_MR; i++)
+        for (int v = 0; v < NV; v++) *(pp_f32x16 *)(c + i * ldc + 16 * v) = acc[i][v];
+}
+
+static const float *pp_widen(const void *x, int dt, int64_t rows, int64_t cols, int64_t n,
+                             float *w) {     /* x[:, :n] as fp32 (x itself when it is fp32) */
+    if (dt == PP_F32) return (const float *)x;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < n; j++) w[i * cols + j] = pp_elem(x, dt, i * cols + j);
+    return w;
+}
+
+static void pp_matmul(float *restrict c, const void *a, int adt, const void *b, int bdt,
+                      int64_t M, int64_t N, int64_t K, int64_t kv, float *restrict W) {
+    const float *af = pp_widen(a, adt, M, K, kv, W);
+    const float *bf = pp_widen(b, bdt, kv, N, N, W + (adt == PP_F32 ? 0 : M * K));
+    const int64_t M0 = M / PP_MR * PP_MR, N0 = N / PP_NR * PP_NR;   /* whole blocks */
+    for (int64_t k0 = 0; k0 < kv; k0 += PP_KC) {
+        const int64_t kc = pp_min(PP_KC, kv - k0);
+        for (int64_t j0 = 0; j0 < N0; j0 += PP_NR) {
+            for (int64_t i0 = 0; i0 < M0; i0 += PP_MR)
+                pp_mm_block(c + i0 * N + j0, N, af + i0 * K + k0, K, bf + k0 * N + j0, N, kc);
+            for (int64_t i = M0; i < M; i++)              /* rows below the last block */
+                for (int64_t k = k0; k < k0 + kc; k++) {
+                    const float aik = af[i * K + k];
+                    for (int64_t j = j0; j < j0 + PP_NR; j++) c[i * N + j] += aik * bf[k * N + j];
+                }
+        }
+        for (int64_t i = 0; i < M; i++)                   /* columns right of the last block */
+            for (int64_t k = k0; k < k0 + kc; k++) {
+                const float aik = af[i * K + k];
+                for (int64_t j = N0; j < N; j++) c[i * N + j] += aik * bf[k * N + j];
+            }
+    }
+}

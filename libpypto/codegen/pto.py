@@ -86,7 +86,10 @@ def _instr(op, names: dict, lines: list, depth: int) -> None:
         text = f"TMATMUL[_ACC] {', '.join(ops)}  ; fresh when {E.to_str(a['init'])}, " \
                f"k valid {E.to_str(a['k_valid'])}"
     elif n in _MOVES:
-        extra = f"  ; offsets {[E.to_str(o) for o in a['offsets']]}" if "offsets" in a else ""
+        extra = f"  ; offsets [{', '.join(E.to_str(o) for o in a['offsets'])}]" \
+            if "offsets" in a else ""
+        if a.get("trans"):
+            extra += ", transposed"
         if n == "texpands":
             extra = f"  ; value {a['value']}"
         text = f"{_MOVES[n]} {', '.join(ops)}{extra}"

@@ -263,8 +263,11 @@ class _Parser:
         operands = []
         if self.peek()[0] == "val":
             operands.append(self.lookup(self.take()))
-            while self.peek()[1] == "," and self.peek(1)[0] == "val":
+            while self.peek()[1] == ",":
                 self.take()
+                if self.peek()[0] != "val":
+                    raise self.error(f"expected a %value after ',' in the operands of {name}, "
+                                     f"got {self.peek()[1]!r}")
                 operands.append(self.lookup(self.take()))
         attrs = {}
         if self.peek()[1] == "{" and self.peek(1)[0] != "nl":

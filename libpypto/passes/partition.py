@@ -9,6 +9,7 @@ and stores to workspace tensors that nobody reads any more are dropped.
 """
 from __future__ import annotations
 
+from ..errors import UsageError
 from ..ir.core import Document, Op, clone_ops, copy_doc
 from ..ir.types import TileType
 from ..ir.instr import dests, sources
@@ -22,6 +23,10 @@ def partition(doc: Document, *, target, fuse: bool = True, max_kernels: int = 64
     fuse: merge kernels at all (fuse=false gives one block per kernel).
     max-kernels: most kernels in one block (bounds the work per merge: linear compile time).
     """
+    for op in doc.walk():
+        if op.name == "tile" and op.result.type.space == "any":
+            raise UsageError("partition needs every tile in a memory space: run assign-memory "
+                             "before it")
     doc = copy_doc(doc)
     rest = [op for op in doc.body if op.name in ("source", "gm")]
     counter = [0]
@@ -133,6 +138,7 @@ class _Partitioner:
         self.members[keep] = sorted(self.members[keep] + self.members.pop(drop))
 
     def core_kind(self, members) -> str:
+        """cube, vector, mixed, or move (copies only: at home on either kind of core)."""
         cube = vec = False
         for m in members:
             for top in self.kernels[m].regions[0]:
@@ -141,7 +147,7 @@ class _Partitioner:
                         cube = True
                     elif op.attrs.get("pipe") == "V":
                         vec = True
-        return "mixed" if cube and vec else "cube" if cube else "vector"
+        return "mixed" if cube and vec else "cube" if cube else "vector" if vec else "move"
 
     def can_merge(self, a: int, b: int) -> bool:
         ka, kb = self.kernels[self.members[a][0]], self.kernels[self.members[b][0]]
@@ -151,7 +157,7 @@ class _Partitioner:
         if len(both) > self.max_kernels:
             return False
         if not self.target.mixed_programs:
-            kinds = {self.core_kind(self.members[a]), self.core_kind(self.members[b])}
+            kinds = {self.core_kind(self.members[a]), self.core_kind(self.members[b])} - {"move"}
             if len(kinds) > 1 or "mixed" in kinds:
                 return False
         if not self._instance_local(self.members[a], self.members[b]):
@@ -232,8 +238,9 @@ class _Partitioner:
 
     def make_block(self, idx: int, members: list) -> Op:
         ks = [self.kernels[m] for m in members]
+        kind = self.core_kind(members)
         attrs = {"name": f"b{idx}", "grid": ks[0].attrs["grid"],
-                 "core": self.core_kind(members),
+                 "core": "vector" if kind == "move" else kind,
                  "kernels": [k.attrs["name"] for k in ks],
                  "ops": [k.attrs["op"] for k in ks]}
         return Op("block", [], [], attrs, [self.build_body(members)], ks[0].loc)
@@ -246,6 +253,7 @@ def _forward(body: list) -> list:
     alias: dict = {}
     out: list = []
     dead_tiles: set = set()
+    only_stored = _only_stored(body)
     for op in body:
         op.operands = [alias.get(v, v) for v in op.operands]
         if op.name == "tstore":
@@ -263,7 +271,10 @@ def _forward(body: list) -> list:
             dst = op.operands[0]
             src = stored.get(gm, {}).get(key)
             if src is not None:
-                if src.type == dst.type:
+                if src.type == dst.type or (dst in only_stored and src.type.space in
+                                            ("ub", "l0c")):
+                    # same tile, or one that is only stored again (a store converts the
+                    # dtype and stores from L0C directly, through FIX)
                     alias[dst] = src
                     dead_tiles.add(dst)
                     continue
@@ -282,7 +293,21 @@ def _forward(body: list) -> list:
         for top in out:
             for op in top.walk():
                 op.operands = [_resolve(alias, v) for v in op.operands]
+                if "pipe" in op.attrs:        # a store may now leave from L0C (FIX)
+                    op.attrs["pipe"] = pipe_of(op)
     return [op for op in out if not (op.name == "tile" and op.result in dead_tiles)]
+
+
+def _only_stored(body: list) -> set:
+    """Tiles whose every use (besides the load that fills them) is as a tstore's source."""
+    uses: dict = {}
+    for top in body:
+        for op in top.walk():
+            for i, v in enumerate(op.operands):
+                if op.name == "tload" and i == 0:
+                    continue
+                uses.setdefault(v, []).append(op.name == "tstore" and i == 0)
+    return {v for v, u in uses.items() if all(u)}
 
 
 def _resolve(alias: dict, v):

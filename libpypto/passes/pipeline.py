@@ -78,10 +78,16 @@ def pass_options(name: str) -> dict:
 
 def _check_options(name: str, opts: dict) -> None:
     known = pass_options(name)
-    for k in opts:
+    for k, v in opts.items():
         if k not in known:
             raise UsageError(f"pass {name!r} has no option {k!r} "
                              f"(options: {', '.join(sorted(known)) or 'none'})")
+        default = known[k][1]
+        want = type(default)
+        if want is bool and not isinstance(v, bool) or \
+                want is int and (isinstance(v, bool) or not isinstance(v, int)):
+            raise UsageError(f"pass {name!r} option {k}={v!r}: expected "
+                             f"{'true or false' if want is bool else 'an integer'}")
 
 
 def describe(name: str) -> str:

@@ -48,6 +48,7 @@ class _Expander:
         self.nws = 0
         self.dest: list = out.body
         self.ranges: dict = {}        # loop var -> (first, last) where both are ints
+        self.loc = None               # location of the op being expanded
 
     # helpers
     def gm(self, name: str, t: TensorType, attrs: dict, loc=None) -> Value:
@@ -74,6 +75,7 @@ class _Expander:
         self.dest = saved
 
     def expand(self, op: Op) -> None:
+        self.loc = op.loc
         fn = getattr(self, "x_" + op.name, None)
         if fn is None and O.is_elementwise(op.name):
             fn = self.x_elementwise
@@ -95,7 +97,8 @@ class _Expander:
         h = self.home[v]
         t = _tile(body, dtype or v.type.dtype, t_shape)
         body.append(Op("tload", [t, h.gm], [], {
-            "offsets": [E.add(b, o) for b, o in zip(h.offsets, offs)], "valid": valid}))
+            "offsets": [E.add(b, o) for b, o in zip(h.offsets, offs)], "valid": valid}, [],
+            self.loc))
         return t
 
     def store(self, body: list, tile: Value, home: Home, offs: list, valid: list, loc) -> None:
@@ -410,7 +413,10 @@ class _Expander:
         gvar = [E.sym(f"g{i}") for i in range(out_t.rank)]
         grid = list(out_t.shape[:nb]) + [E.cdiv(M, mt), E.cdiv(N, nt)]
         ha, hb = self.home[a], self.home[b]
-        om, on = E.mul(gvar[nb], mt), E.mul(gvar[nb + 1], nt)
+        # a dim covered by one tile has offset 0, as elementwise kernels number it (fusion
+        # compares footprints)
+        om = E.mul(gvar[nb], mt) if E.cdiv(M, mt) != 1 else 0
+        on = E.mul(gvar[nb + 1], nt) if E.cdiv(N, nt) != 1 else 0
         n1 = E.cdiv(K, k1t)
         k1 = E.sym("k1") if n1 != 1 else 0
         k0 = E.sym("k0") if k1t // k0t != 1 else 0
@@ -447,10 +453,10 @@ class _Expander:
         kk = E.mul(k0, k0t)
         a0 = _tile(l0, a.type.dtype, [mt, k0t])
         l0.append(Op("textract", [a0, a_l1], [], {"offsets": [kk, 0] if at else [0, kk],
-                                                   "trans": bool(at)}))
+                                                   "trans": bool(at)}, [], op.loc))
         b0 = _tile(l0, b.type.dtype, [k0t, nt])
         l0.append(Op("textract", [b0, b_l1], [], {"offsets": [0, kk] if bt else [kk, 0],
-                                                   "trans": bool(bt)}))
+                                                   "trans": bool(bt)}, [], op.loc))
         first = E.logical_and(E.eq(k1, 0), E.eq(k0, 0))
         kv0 = E.minimum(k0t, E.sub(kv1, kk))
         l0.append(Op("tmatmul", [acc, a0, b0], [], {"init": first, "k_valid": kv0}, [], op.loc))

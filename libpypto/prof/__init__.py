@@ -20,21 +20,25 @@ def _label(task: dict) -> str:
 
 
 def tables(doc, fmt: str = "simple") -> str:
-    from tabulate import tabulate
+    from tabulate import tabulate, tabulate_formats
+    if fmt not in tabulate_formats:
+        from ..errors import UsageError
+        raise UsageError(f"unknown table format {fmt!r} (known: {', '.join(tabulate_formats)})")
     a = doc.body[0].attrs
     events, tasks = a["events"], a["tasks"]
     wall = a["wall_s"]
     per_prog: dict = {}
     for ti, _, core, s, e in events:
         prog = tasks[ti]["program"]
-        p = per_prog.setdefault(prog, {"n": 0, "ns": 0, "ops": set()})
+        p = per_prog.setdefault(prog, {"n": 0, "ns": 0, "ops": []})
         p["n"] += 1
         p["ns"] += e - s
-        p["ops"].update(tasks[ti]["ops"])
-    rows = [[prog, "+".join(sorted(p["ops"])), p["n"], f"{p['ns'] / 1e6:.3f}",
+        p["ops"] += [o for o in tasks[ti]["ops"] if o not in p["ops"]]
+    rows = [[prog, "+".join(p["ops"]), p["n"], f"{p['ns'] / 1e6:.3f}",
              f"{p['ns'] / max(1, p['n']) / 1e3:.1f}"] for prog, p in sorted(per_prog.items())]
+    threads = f"{a['threads']} thread{'s' if a['threads'] != 1 else ''}"
     out = [f"kernel {doc.attrs.get('kernel', '?')}: {a['verdict']}, {a['backend']} backend, "
-           f"{a['threads']} threads, wall {wall * 1e3:.3f} ms", "",
+           f"{threads}, wall {wall * 1e3:.3f} ms", "",
            tabulate(rows, headers=["program", "ops", "tasks", "total ms", "mean us"],
                     tablefmt=fmt)]
     span_ns = max((e for *_, e in events), default=0) - min((s for _, _, _, s, _ in events),

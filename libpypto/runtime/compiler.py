@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -13,6 +14,10 @@ from ..errors import PyptoError
 
 CFLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fPIC", "-shared", "-std=gnu11",
           "-Wno-unused-variable", "-Wno-unused-but-set-variable"]
+if platform.machine().lower() in ("x86_64", "amd64"):
+    # loops vectorise to the widest vectors the CPU has: gcc's tuning for Intel server cores
+    # otherwise stops at 256 bits and leaves half of AVX-512 unused
+    CFLAGS.append("-mprefer-vector-width=512")
 
 
 @lru_cache(maxsize=1)

@@ -43,6 +43,8 @@ def bind(doc, arrays: dict, explicit: dict | None = None) -> dict[str, int]:
         if name not in symbols:
             known = ", ".join(sorted(symbols)) or "none"
             raise UsageError(f"--bind {name}: the kernel has no symbol {name!r} (symbols: {known})")
+        if int(val) < 0:
+            raise UsageError(f"--bind {name}={val}: sizes cannot be negative")
         env[name] = int(val)
     types = param_types(doc)
     for pname, arr in arrays.items():

@@ -70,6 +70,8 @@ def load_target(spec: str | None) -> Target:
                 text = f.read()
         except OSError as exc:
             raise UsageError(f"cannot read target {spec}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"target {spec}: not a text (TOML) file") from None
         source = spec
     try:
         data = tomllib.loads(text)

@@ -32,11 +32,11 @@ def lower(
     stop_after: Optional[str] = typer.Option(None, "--stop-after", help="stop after this pass"),
 ) -> None:
     """Lower SRC through a pass pipeline and write the result."""
-    from libpypto.cli.lower import describe_passes, lower_main
+    from libpypto.cli.lower import describe_passes, input_for_pipeline, lower_main
     if list_passes:
         typer.echo(describe_passes())
         return
-    doc = None if print_pipeline and src == "-" else load_doc(src)
+    doc = input_for_pipeline(src) if print_pipeline else load_doc(src)
     result = lower_main(doc, passes, target, print_pipeline, print_after_all, print_after or [],
                         verify_each, time_passes, stop_after)
     if result is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 import libpypto as pypto
-from libpypto.errors import PyptoError, VerifyError
+from libpypto.errors import InputError, PyptoError, VerifyError
 from libpypto.ir.core import Document, Loc, make
 from libpypto.ir.text import parse_doc, print_doc
 from libpypto.ir.types import TileType
@@ -418,6 +418,6 @@ def test_diagnostic_str():
 def test_reading_an_invalid_file_reports_it(softmax_tensor):
     from libpypto.driver import parse_ir
     s = print_doc(softmax_tensor).replace(" = exp %", " = frob %")
-    with pytest.raises(VerifyError, match=r"invalid tensor-level graph in e\.ir: unknown "
+    with pytest.raises(InputError, match=r"invalid tensor-level graph in e\.ir: unknown "
                                           r"tensor-level op 'frob'"):
         parse_ir(s.encode(), "e.ir")
