@@ -615,7 +615,7 @@ def trace_kernel(k: Kernel, consts: dict, static: dict) -> Document:
 def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisions: list):
     b = _Builder(op_file, decisions)
     args, symbols = [], {}
-    line = k.fn.__code__.co_firstlineno
+    lines = _param_lines(k.fn)
     for idx, (pname, spec) in enumerate(k.tensor_params):
         shape = []
         for axis, d in enumerate(spec.shape):
@@ -635,7 +635,7 @@ def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisio
             symbols.setdefault(sname, {"kind": kind, "dims": []})["dims"].append([pname, axis])
             shape.append(E.sym(sname))
         v = Value(TensorType(spec.dtype, tuple(shape)), pname)
-        b.regions[0].append(Op("param", [], [v], {"index": idx}, [], Loc(op_file, line)))
+        b.regions[0].append(Op("param", [], [v], {"index": idx}, [], Loc(op_file, lines[pname])))
         args.append(TraceTensor(v, memory=pname, is_param=True))
     b.symbols = symbols
     _current.append(b)
@@ -651,6 +651,24 @@ def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisio
     finally:
         _current.pop()
     return b
+
+
+def _param_lines(fn) -> dict:
+    """Line of each parameter in the def (the function's first line where unknown)."""
+    import ast
+    import textwrap
+    first = fn.__code__.co_firstlineno
+    out = {n: first for n in fn.__code__.co_varnames[:fn.__code__.co_argcount]}
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return out
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == fn.__name__:
+            for a in node.args.args:
+                out[a.arg] = first + a.lineno - 1
+            break
+    return out
 
 
 # -- merging paths --------------------------------------------------------------------------

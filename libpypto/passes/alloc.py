@@ -89,29 +89,41 @@ def live_ranges(body: list) -> dict:
 
 
 def plan(body: list, target) -> tuple[dict, dict]:
-    """Offsets for every tile declared in body, and the peak bytes per memory space."""
+    """Offsets for every tile declared in body, and the peak bytes per memory space.
+
+    First fit over live ranges, tried with two orders (by start, then by start with larger
+    tiles first); each space keeps the order that needs less."""
     align = buffer_align(target)
     ranges = live_ranges(body)
     decls = [op.result for top in body for op in top.walk() if op.name == "tile"]
-    offsets: dict = {}
-    peak: dict = {}
     by_space: dict = {}
     for v in decls:
         lo, hi = ranges.get(v, (0, 0))
-        by_space.setdefault(v.type.space, []).append((lo, hi, v))
+        size = -(-v.type.padded_nbytes(target.align) // align) * align
+        by_space.setdefault(v.type.space, []).append((lo, hi, size, v))
+    offsets: dict = {}
+    peak: dict = {}
     for space, items in by_space.items():
-        items.sort(key=lambda it: (it[0], it[1]))
-        live: list = []       # (offset, size, end)
-        top = 0
-        for lo, hi, v in items:
-            live = [x for x in live if x[2] >= lo]
-            size = -(-v.type.padded_nbytes(target.align) // align) * align
-            off = _first_fit(live, size, align)
-            live.append((off, size, hi))
-            offsets[v] = off
-            top = max(top, off + size)
-        peak[space] = top
+        best = None
+        for key in (lambda it: (it[0], it[1]), lambda it: (it[0], -it[2], it[1])):
+            offs, top = _place(sorted(items, key=key), align)
+            if best is None or top < best[1]:
+                best = (offs, top)
+        offsets.update(best[0])
+        peak[space] = best[1]
     return offsets, peak
+
+
+def _place(items: list, align: int) -> tuple[dict, int]:
+    live: list = []       # (offset, size, end)
+    offsets, top = {}, 0
+    for lo, hi, size, v in items:
+        live = [x for x in live if x[2] >= lo]
+        off = _first_fit(live, size, align)
+        live.append((off, size, hi))
+        offsets[v] = off
+        top = max(top, off + size)
+    return offsets, top
 
 
 def _first_fit(live: list, size: int, align: int) -> int:
