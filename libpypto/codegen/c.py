@@ -116,6 +116,7 @@ class _Program(MoreInstrs):
         self.prog, self.base = prog, base
         self.workspace, self.workspace_bytes = workspace, 0
         self.names: dict = {}
+        self.extent: dict = {}         # tile -> [first byte, last byte + 1) in the arena
         self.lines: list[str] = []
         self.depth = 1
         self.tmp = 0
@@ -145,10 +146,40 @@ class _Program(MoreInstrs):
                 self.names[v] = n
                 self.emit(f"{v.type.dtype.c_type} *const {n} = ({v.type.dtype.c_type} *)"
                           f"T[{op.attrs['index']}];  /* {v.type} */")
-        for op in body:
-            if op.name != "arg":
-                self.op(op)
+        self.reads = _read_counts(body)
+        for top in body:       # tiles are fixed places in the arena: declare them all first
+            for op in top.walk():
+                if op.name == "tile":
+                    self.i_tile(op)
+        self.ops([op for op in body if op.name not in ("arg", "tile")])
         return "\n".join(head + self.lines + ["}"])
+
+    def ops(self, ops: list) -> None:
+        """Render a region: runs of elementwise instructions over one tile shape become a
+        single loop (each element flows through the whole run in registers)."""
+        i = 0
+        while i < len(ops):
+            run = [ops[i]]
+            if _fusable(ops[i]):
+                shape = ops[i].operands[0].type.shape
+                while i + len(run) < len(ops):
+                    nxt = ops[i + len(run)]
+                    if nxt.name == "tile":
+                        run.append(nxt)
+                    elif _fusable(nxt) and nxt.operands[0].type.shape == shape:
+                        run.append(nxt)
+                    else:
+                        break
+                while run[-1].name == "tile":
+                    run.pop()
+            instrs = [op for op in run if op.name != "tile"]
+            if len(instrs) > 1:
+                self.fused(instrs)
+            else:
+                for op in run:
+                    if op.name != "tile":
+                        self.op(op)
+            i += len(run)
 
     def ex(self, e) -> str:
         return E.to_c(e)
@@ -157,6 +188,8 @@ class _Program(MoreInstrs):
         return self.names[v]
 
     def op(self, op) -> None:
+        if op.name == "tile":
+            return
         fn = getattr(self, "i_" + op.name, None)
         if fn is None:
             if op.name[1:] in O.ELEMENTWISE and op.name.startswith("t"):
@@ -170,6 +203,8 @@ class _Program(MoreInstrs):
         v, t = op.result, op.result.type
         n = f"t{len(self.names)}"
         self.names[v] = n
+        start = self.base[t.space] + op.attrs.get("addr", 0)
+        self.extent[v] = (start, start + t.nbytes)
         self.emit(f"{t.dtype.c_type} *const {n} = ({t.dtype.c_type} *)(B + "
                   f"{self.base[t.space] + op.attrs.get('addr', 0)});  /* {t} */")
 
@@ -179,8 +214,7 @@ class _Program(MoreInstrs):
         self.emit(f"for (int64_t {v} = {self.ex(a['start'])}; {v} < {self.ex(a['stop'])}; "
                   f"{v} += {self.ex(a['step'])}) {{")
         self.depth += 1
-        for inner in op.regions[0]:
-            self.op(inner)
+        self.ops(op.regions[0])
         self.depth -= 1
         self.emit("}")
 
@@ -332,6 +366,98 @@ class _Program(MoreInstrs):
         at = self.bcast_index(shape, shape, idx_vars)
         self.emit("    " * len(shape) + f"{self.tile(dst)}[{at}] = {_st(dt, expr, out_kind)};")
 
+    def elementwise_expr(self, op, arg) -> tuple[str, str]:
+        """C expression of an elementwise instruction (arg(v) renders a source element) and
+        the kind ('float' or 'int') it computes in."""
+        if op.name == "tcvt":
+            s = op.operands[1]
+            return arg(s), "float" if s.type.dtype.kind == "float" else "int"
+        d = O.ELEMENTWISE[op.name[1:]]
+        dst, srcs = op.operands[0], op.operands[1:]
+        data = [v for v in srcs if v.type.dtype.kind != "bool"] or srcs
+        is_int = data[0].type.dtype.kind != "float"      # the compute type follows the inputs
+        tmpl = d.c_int if (is_int and d.c_int) else d.c
+        args = [arg(s) for s in srcs]
+        if "scalar" in op.attrs:
+            lit = _flit(op.attrs["scalar"]) if not is_int else self.int_scalar(op.attrs["scalar"])
+            args = [lit, args[0]] if op.attrs.get("scalar_side") == "lhs" else [args[0], lit]
+        env = {"a": f"({args[0]})", "b": f"({args[1]})" if len(args) > 1 else "",
+               "c": f"({args[2]})" if len(args) > 2 else ""}
+        return _subst_ab(tmpl, env), "int" if (is_int or dst.type.dtype.kind != "float") \
+            else "float"
+
+    def fused(self, instrs: list) -> None:
+        """One loop nest over the common shape; a tile read only inside the run stays a
+        register value (rounded to its dtype, as a store and reload would)."""
+        shape = instrs[0].operands[0].type.shape
+        flat = all(v.type.shape == shape for op in instrs for v in op.operands)
+        idx = [self.fresh() for _ in shape]
+        inside: dict = {}
+        for op in instrs:
+            for v in op.operands[1:]:
+                inside[v] = inside.get(v, 0) + 1
+        if self.fusion_hazard(instrs, inside):
+            for op in instrs:
+                self.op(op)
+            return
+        local: dict = {}
+        self.emit(f"/* {' '.join(op.name for op in instrs)}: one pass */")
+        if flat:
+            self.emit(f"for (int64_t {idx[0]} = 0; {idx[0]} < {_numel(shape)}; {idx[0]}++) {{")
+            at = idx[0]
+        else:
+            for k, n in enumerate(shape):
+                self.emit("    " * k + f"for (int64_t {idx[k]} = 0; {idx[k]} < {n}; {idx[k]}++)")
+            self.emit("    " * len(shape) + "{")
+            at = self.bcast_index(shape, shape, idx)
+        pad = "    " * (1 if flat else len(shape) + 1)
+
+        def arg(v):
+            if v in local:
+                return local[v]
+            pos = at if flat else self.bcast_index(v.type.shape, shape, idx)
+            return _ld(v.type.dtype, f"{self.tile(v)}[{pos}]")
+
+        for op in instrs:
+            dst = op.operands[0]
+            expr, kind = self.elementwise_expr(op, arg)
+            dt = dst.type.dtype
+            var = self.fresh("v")
+            ctype = "float" if dt.kind == "float" else "int64_t"
+            stored = _st(dt, expr, kind)
+            if dt.c_type == ctype:            # fp32, int64: the stored value is the value
+                self.emit(f"{pad}const {ctype} {var} = {stored};")
+                sv = var
+            else:                             # rounded to the dtype, then widened back
+                sv = var + "_s"
+                self.emit(f"{pad}const {dt.c_type} {sv} = {stored};")
+                self.emit(f"{pad}const {ctype} {var} = {_ld(dt, sv)};")
+            if self.reads.get(dst, 0) != inside.get(dst, 0) or dst in op.operands[1:]:
+                self.emit(f"{pad}{self.tile(dst)}[{at}] = {sv};")
+            local[dst] = var
+        self.emit("    " * (0 if flat else len(shape)) + "}")
+
+    def fusion_hazard(self, instrs: list, inside: dict) -> bool:
+        """Would one pass store into a tile's bytes before a later element of it is read?
+        (Buffers are reused after a tile's last use, which a single pass no longer respects
+        for tiles read from memory at other positions.)"""
+        produced: set = set()
+        reads, stores = [], []
+        for op in instrs:
+            dst = op.operands[0]
+            reads += [v for v in op.operands[1:] if v not in produced]
+            if self.reads.get(dst, 0) != inside.get(dst, 0) or dst in op.operands[1:]:
+                stores.append(dst)
+            produced.add(dst)
+        for s in reads:
+            for d in stores:
+                if s is d:
+                    continue
+                (a0, a1), (b0, b1) = self.extent[s], self.extent[d]
+                if a0 < b1 and b0 < a1:
+                    return True
+        return False
+
     def int_scalar(self, v) -> str:
         if isinstance(v, E.Expr):
             return f"(int64_t)({E.to_c(v)})"
@@ -474,6 +600,23 @@ class _Program(MoreInstrs):
 
 
 _MM_DT = {"f32": "PP_F32", "f16": "PP_F16", "bf16": "PP_BF16"}   # pp_matmul operand dtypes
+
+
+def _fusable(op) -> bool:
+    """Elementwise instructions whose element i depends only on their sources' element i."""
+    return op.name == "tcvt" or (op.name.startswith("t") and op.name[1:] in O.ELEMENTWISE)
+
+
+def _read_counts(body: list) -> dict:
+    """How often each tile is read anywhere in the program."""
+    from ..ir.instr import sources
+    out: dict = {}
+    for top in body:
+        for op in top.walk():
+            if op.name not in ("tile", "for", "if", "arg"):
+                for v in sources(op):
+                    out[v] = out.get(v, 0) + 1
+    return out
 
 
 def _subst_ab(tmpl: str, env: dict) -> str:
