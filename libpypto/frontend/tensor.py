@@ -797,15 +797,7 @@ def _normalise(doc: Document, b: _Builder) -> None:
             t = v.type
             if isinstance(t, TensorType):
                 v.type = TensorType(t.dtype, tuple(b.norm(d) for d in t.shape))
-        op.attrs = _subst_attr(op.attrs, b)
-
-
-def _subst_attr(a, b):
-    if isinstance(a, dict):
-        return {k: _subst_attr(v, b) for k, v in a.items()}
-    if isinstance(a, list):
-        return [_subst_attr(v, b) for v in a]
-    return b.norm(a) if isinstance(a, E.Expr) else a
+        op.attrs = E.substitute_attrs(op.attrs, b.subst)
 
 
 def find_kernels(module) -> list[Kernel]:

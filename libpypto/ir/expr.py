@@ -294,6 +294,15 @@ def substitute(e: Ex, env: Mapping[str, Ex]) -> Ex:
     return _BUILD[e.op](*[substitute(a, env) for a in e.args])
 
 
+def substitute_attrs(a, env: Mapping[str, Ex]):
+    """substitute() in every expression of an attribute value (nested dicts and lists)."""
+    if isinstance(a, dict):
+        return {k: substitute_attrs(v, env) for k, v in a.items()}
+    if isinstance(a, list):
+        return [substitute_attrs(v, env) for v in a]
+    return substitute(a, env) if isinstance(a, Expr) else a
+
+
 def evaluate(e: Ex, env: Mapping[str, object]):
     """Value of e with every symbol bound; works elementwise on numpy integer arrays."""
     if isinstance(e, int):

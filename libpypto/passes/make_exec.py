@@ -83,7 +83,7 @@ def _program(blk: Op) -> tuple[Op, list, list]:
     new_body = clone_ops(body, vmap)
     for top in new_body:
         for op in top.walk():
-            op.attrs = _subst(op.attrs, ren)
+            op.attrs = E.substitute_attrs(op.attrs, ren)
     attrs = {"core": blk.attrs["core"], "scalars": [f"s{i}" for i in range(len(syms))],
              "grid_rank": len(blk.attrs["grid"]), "buffers": blk.attrs.get("buffers", {}),
              "ops": blk.attrs.get("ops", [])}
@@ -102,14 +102,6 @@ def _symbols(a, bound: set, out: list) -> None:
         for s in sorted(E.free_symbols(a)):
             if s not in bound and s not in out:
                 out.append(s)
-
-
-def _subst(a, env):
-    if isinstance(a, dict):
-        return {k: _subst(v, env) for k, v in a.items()}
-    if isinstance(a, list):
-        return [_subst(v, env) for v in a]
-    return E.substitute(a, env) if isinstance(a, E.Expr) else a
 
 
 def _canonical(prog: Op) -> str:

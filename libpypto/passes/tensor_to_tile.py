@@ -194,46 +194,36 @@ class _Expander:
                 o.append(offs[d])
         return self.load(body, v, t_shape, o, self.valid_in(v, o, t_shape))
 
-    def x_full(self, op):
+    def map_kernel(self, op, limit: list, make, src: Value | None = None) -> None:
+        """A kernel whose output tile at offs needs only the same tile of src (if any):
+        load it, make(dst, src tile, offs) the instruction, store into a workspace."""
         t = op.result.type
         tile = _clip(op.attrs["tile"], t.shape)
-        grid, offs, valid = _grid(t.shape, tile, list(t.shape))
-        body: list = []
-        dst = _tile(body, t.dtype, tile)
-        body.append(Op("texpands", [dst], [], {"value": op.attrs["value"]}, [], op.loc))
-        self.store(body, dst, self.workspace(op), offs, valid, op.loc)
-        self.tile_of[op.result] = tile
-        self.kernel(op, grid, body, tile)
-
-    def x_arange(self, op):
-        t = op.result.type
-        tile = _clip(op.attrs["tile"], t.shape)
-        grid, offs, valid = _grid(t.shape, tile, list(t.shape))
-        body: list = []
-        dst = _tile(body, t.dtype, tile)
-        body.append(Op("tiota", [dst], [], {"start": op.attrs["start"], "step": op.attrs["step"],
-                                            "offset": offs[0]}, [], op.loc))
-        self.store(body, dst, self.workspace(op), offs, valid, op.loc)
-        self.tile_of[op.result] = tile
-        self.kernel(op, grid, body, tile)
-
-    def x_tril(self, op):
-        x = op.operands[0]
-        t = op.result.type
-        tile = _clip(op.attrs["tile"], t.shape)
-        limit = list(self.home[x].valid)
         grid, offs, valid = _grid(t.shape, tile, limit)
         body: list = []
-        src = self.load(body, x, tile, offs, valid)
+        loaded = self.load(body, src, tile, offs, valid) if src is not None else None
         dst = _tile(body, t.dtype, tile)
-        body.append(Op("ttri", [dst, src], [], {
-            "lower": op.name == "tril", "diagonal": op.attrs["diagonal"],
-            "row0": offs[-2], "col0": offs[-1]}, [], op.loc))
+        body.append(make(dst, loaded, offs))
         home = self.workspace(op)
         home.valid = limit
         self.store(body, dst, home, offs, valid, op.loc)
         self.tile_of[op.result] = tile
         self.kernel(op, grid, body, tile)
+
+    def x_full(self, op):
+        self.map_kernel(op, list(op.result.type.shape), lambda dst, _, offs: Op(
+            "texpands", [dst], [], {"value": op.attrs["value"]}, [], op.loc))
+
+    def x_arange(self, op):
+        self.map_kernel(op, list(op.result.type.shape), lambda dst, _, offs: Op(
+            "tiota", [dst], [], {"start": op.attrs["start"], "step": op.attrs["step"],
+                                 "offset": offs[0]}, [], op.loc))
+
+    def x_tril(self, op):
+        x = op.operands[0]
+        self.map_kernel(op, list(self.home[x].valid), lambda dst, src, offs: Op(
+            "ttri", [dst, src], [], {"lower": op.name == "tril", "diagonal": op.attrs["diagonal"],
+                                     "row0": offs[-2], "col0": offs[-1]}, [], op.loc), x)
 
     x_triu = x_tril
 
@@ -541,21 +531,10 @@ class _Expander:
 
     def x_gather(self, op):
         x, idx = op.operands
-        out_t = op.result.type
-        tile = _clip(op.attrs["tile"], out_t.shape)
-        limit = list(self.home[idx].valid)
-        grid, offs, valid = _grid(out_t.shape, tile, limit)
-        body: list = []
-        it = self.load(body, idx, tile, offs, valid)
-        dst = _tile(body, out_t.dtype, tile)
-        body.append(Op("tgather", [dst, self.home[x].gm, it], [], {
-            "dim": op.attrs["dim"], "mode": "gather", "out_offsets": offs,
-            **self._region_of(x)}, [], op.loc))
-        home = self.workspace(op)
-        home.valid = limit
-        self.store(body, dst, home, offs, valid, op.loc)
-        self.tile_of[op.result] = tile
-        self.kernel(op, grid, body, tile)
+        self.map_kernel(op, list(self.home[idx].valid), lambda dst, it, offs: Op(
+            "tgather", [dst, self.home[x].gm, it], [], {
+                "dim": op.attrs["dim"], "mode": "gather", "out_offsets": offs,
+                **self._region_of(x)}, [], op.loc), idx)
 
     def x_index_select(self, op):
         x, idx = op.operands
@@ -666,14 +645,6 @@ def _rename_grid(body: list, names: dict) -> list:
         return body
     for top in body:
         for op in top.walk():
-            op.attrs = _subst(op.attrs, env)
+            op.attrs = E.substitute_attrs(op.attrs, env)
     return body
-
-
-def _subst(a, env):
-    if isinstance(a, dict):
-        return {k: _subst(v, env) for k, v in a.items()}
-    if isinstance(a, list):
-        return [_subst(v, env) for v in a]
-    return E.substitute(a, env) if isinstance(a, E.Expr) else a
 
