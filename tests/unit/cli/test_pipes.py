@@ -1,0 +1,44 @@
+"""The three pipe shapes of DESIGN.md section 1, through the installed tools, on every example.
+
+    pypto-trace op.py | pypto-lower | pypto-sched | pypto-emit | pypto-run | pypto-prof
+    pypto-trace op.py | pypto-lower | pypto-run
+    pypto-trace op.py | pypto-run
+"""
+import ast
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+BIN = pathlib.Path(sys.executable).parent
+EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
+PIPES = {
+    "full": "pypto-trace {f} | pypto-lower | pypto-sched | pypto-emit | pypto-run {b} "
+            "| pypto-prof --fmt plain",
+    "lowered": "pypto-trace {f} | pypto-lower | pypto-run {b} -o /dev/null",
+    "short": "pypto-trace {f} | pypto-run {b} -o /dev/null",
+}
+
+
+def binds(name: str) -> str:
+    text = (ROOT / "examples" / f"{name}.py").read_text()
+    spec = ast.literal_eval(re.search(r"^EXAMPLE = (.*)$", text, re.M).group(1))
+    return " ".join(f"--bind {k}={v}" for k, v in spec["bind"].items())
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("pipe", sorted(PIPES))
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_pipe(name, pipe, tmp_path):
+    cmd = PIPES[pipe].format(f=ROOT / "examples" / f"{name}.py", b=binds(name))
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"pypto-run: {name}: pass" in proc.stderr
+    if pipe == "full":
+        assert f"kernel {name}: pass" in proc.stdout and "achieved GB/s" in proc.stdout
