@@ -19,7 +19,7 @@ setup: $(STAMP)
 demo: $(STAMP)
 	mkdir -p out
 	pypto-trace examples/softmax.py | pypto-lower | pypto-sched | pypto-emit \
-	  | pypto-run --bind x_0=4096 -o out/softmax.run
+	  | pypto-run --bind x_0=4096 --repeat 5 -o out/softmax.run
 	pypto-prof out/softmax.run --chrome out/softmax.trace.json --svg out/softmax.svg
 	@echo "demo: Perfetto trace in out/softmax.trace.json, swimlane in out/softmax.svg"
 

@@ -57,22 +57,30 @@ def report(rec) -> str:
     if comp:
         how += ", compile cached" if comp.get("cached") else f", compiled in {comp['seconds']:.2f} s"
     sizes = ", ".join(f"{s}={v}" for s, v in a["bindings"].items())
+    walls = a.get("walls_s") or [a["wall_s"]]
+    took = f"{a['wall_s'] * 1e3:.3f} ms" if len(walls) == 1 else \
+        f"{sorted(walls)[len(walls) // 2] * 1e3:.3f} ms median, {min(walls) * 1e3:.3f} ms best " \
+        f"of {len(walls)}"
     lines.append(f"{ntasks} task{'s' if ntasks != 1 else ''} of {nprog} program"
-                 f"{'s' if nprog != 1 else ''} in {a['wall_s'] * 1e3:.3f} ms ({how})"
+                 f"{'s' if nprog != 1 else ''} in {took} ({how})"
                  + (f" [{sizes}]" if sizes else ""))
     return "".join(f"pypto-run: {ln}\n" for ln in lines)
 
 
-def run_main(src, inputs, single, bind, seed, outputs, threads, backend, verify, out, text):
+def run_main(src, inputs, single, bind, seed, outputs, threads, backend, verify, out, text,
+             repeat=1):
     from ..driver import run
     if threads is not None and threads < 1:
         raise UsageError("--threads must be at least 1")
+    if repeat < 1:
+        raise UsageError("--repeat must be at least 1")
     if backend not in (None, "c", "numpy"):
         raise UsageError(f"unknown backend {backend!r} (known: c, numpy)")
     doc = load_doc(src)
     arrays = fix_dtypes(doc, load_arrays(inputs, single))
     rec = run(doc, inputs=arrays, bind=parse_assignments(bind, "--bind"), seed=seed,
-              threads=threads, backend=backend, verify=verify, outputs_path=outputs)
+              threads=threads, backend=backend, verify=verify, outputs_path=outputs,
+              repeat=repeat)
     sys.stderr.write(report(rec))
     keep = out != "-" or not sys.stdout.isatty()
     if keep:

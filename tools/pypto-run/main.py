@@ -27,13 +27,14 @@ def run(
     threads: Optional[int] = typer.Option(None, "--threads", help="worker threads (default: usable CPUs)"),
     backend: Optional[str] = typer.Option(None, "--backend", help="c (default) or numpy"),
     verify: bool = typer.Option(True, "--verify/--no-verify", help="check outputs against the numpy interpretation"),
+    repeat: int = typer.Option(1, "--repeat", help="run N times (warm caches); report median and best"),
     out: str = typer.Option("-", "-o", help="run record file ('-' = stdout)"),
     text: bool = typer.Option(False, "-S", help="write the run record as text"),
 ) -> None:
     """Run SRC on the host: bind sizes, prepare data, execute, verify; report on stderr."""
     from libpypto.cli.run import run_main
     run_main(src, inputs, input or [], bind or [], seed, outputs, threads, backend, verify, out,
-             text)
+             text, repeat)
 
 
 def main() -> None:
