@@ -861,10 +861,6 @@ def full_like(t, value):
     return full([1] * t.ndim, value, t.dtype)
 
 
-def full_like_region(shape, value, dtype):
-    return full(shape, value, dtype)
-
-
 def zeros(size, dtype: DType = F32):
     return full(size, 0, dtype)
 

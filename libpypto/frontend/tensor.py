@@ -427,14 +427,14 @@ class TraceTensor:
         return view(self, shape, offsets)
 
     def __setitem__(self, key, value):
-        from .ops import assemble, full_like_region
+        from .ops import assemble, full
         b = _b()
         offsets, shape = slice_key(self, key)
         if not isinstance(value, TraceTensor):
             if scalar_expr(value) is None and not isinstance(value, float):
                 raise b.error(f"only tensors and scalars can be written into "
                               f"{self.memory or 'a tensor'} (got {type(value).__name__})")
-            value = full_like_region(shape, value, self.dtype)
+            value = full(shape, value, self.dtype)
         if value.ndim != len(shape):
             raise b.error(f"cannot write a rank-{value.ndim} tensor into a rank-{len(shape)} "
                           f"region of {self.memory or 'a tensor'}")
@@ -673,10 +673,6 @@ def _param_lines(fn) -> dict:
 
 # -- merging paths --------------------------------------------------------------------------
 
-def _same_attr(a, b, vm) -> bool:
-    return a == b
-
-
 def _same_op(a: Op, b: Op, vm: dict) -> bool:
     if a.name != b.name or a.loc != b.loc or len(a.operands) != len(b.operands):
         return False
@@ -686,7 +682,7 @@ def _same_op(a: Op, b: Op, vm: dict) -> bool:
         return False
     if [r.name for r in a.results] != [r.name for r in b.results]:
         return False
-    return _same_attr(a.attrs, b.attrs, vm)
+    return a.attrs == b.attrs
 
 
 def _remap(ops: list, vm: dict) -> list:

@@ -47,10 +47,6 @@ def sym(name: str) -> Expr:
     return Expr("sym", (name,))
 
 
-def is_const(e: Ex) -> bool:
-    return isinstance(e, int)
-
-
 # -- construction with folding ------------------------------------------------------------
 
 def _sort_key(e: Ex):
