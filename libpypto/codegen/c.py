@@ -9,6 +9,38 @@ instructions become loop nests over static tile shapes, computing in float for f
 rounding each result to its dtype; gcc -O3 vectorises them. The heavier pieces live in the
 prelude (c_prelude.h): the register-blocked tmatmul kernel, the streaming tstore for big
 outputs, a branch-free exp.
+
+On the host some of the work the instructions describe is not needed; the renderer leaves it
+out where the result stays the same:
+
+- Copies read in place (plan_views). A textract, or a tload into a tile, whose destination
+  only feeds tmatmul operands (a tload's also through such textracts) becomes a pointer with
+  a row stride into the L1 tile or the GM tensor; tmatmul then takes the valid rows and
+  columns instead of zero-filled tails: k stops at the shortest valid depth, rows and
+  columns of the accumulator outside the valid region are not computed (they keep their
+  zeros). A tmov of the same dtype and shape becomes an alias of its source.
+- A run of elementwise instructions over one shape is one loop (fused); a tile read only
+  inside the run stays a register.
+- Row runs (RowRuns.plan_rows in c_more.py). Instructions that work row by row on (R, C)
+  tiles (row loads and stores, elementwise math, reductions along the row) run for row 0,
+  then row 1, ...; tiles used only inside the run get one row on the stack, so a row stays in
+  L1 from one instruction to the next. Inside a row run, reductions along the row of tiles
+  made by the elementwise run just before them accumulate in that run's loop, and otherwise a
+  store of the run's only kept result writes straight to GM (in streamed 64-byte pieces when
+  the output is big).
+
+Reductions along a row, fused or not, use ACC_LANES lanes in a fixed order: element j (of the
+valid columns only) goes to lane j % ACC_LANES, in increasing j; then the lanes combine in a
+fixed tree (lane k with lane k + 8, then + 4, + 2, + 1). A float max/min keeps the NaNs each
+lane meets apart and merges them before the tree (the NaN-propagating result). The order
+depends only on the row and its valid length, never on the thread, the tile size or on
+fusion, so results are bit-identical however the work is split. A fused float sum adds
+x + 0.0f, which stops gcc from contracting a product x into the accumulate.
+
+gcc contracts a multiply and a dependent add in one fused loop into an FMA (GNU C's default
+-ffp-contract=fast), and which instructions share a loop decides where; row runs fuse runs
+that the whole-tile rendering split over reused buffers, so such results may differ from it
+in the last bit (within tolerance, and the same for any number of threads).
 """
 from __future__ import annotations
 
@@ -18,8 +50,9 @@ from importlib import resources
 from ..errors import PyptoError
 from ..ir import expr as E
 from ..ir import ops as O
+from ..ir.instr import dests, sources
 from ..ir.types import TensorType, TileType
-from .c_more import MoreInstrs
+from .c_more import MoreInstrs, RowRuns
 
 SPACE_ORDER = ("ub", "l1", "l0a", "l0b", "l0c")
 ACC_LANES = 16     # independent partial accumulators per reduced row: fixed order, vectorises
@@ -111,12 +144,14 @@ def _strides(shape) -> list:
     return list(reversed(out))
 
 
-class _Program(MoreInstrs):
+class _Program(MoreInstrs, RowRuns):
     def __init__(self, prog, base: dict, workspace: int = 0):
         self.prog, self.base = prog, base
         self.workspace, self.workspace_bytes = workspace, 0
         self.names: dict = {}
+        self.view_info: dict = {}      # view tile -> (pointer, row stride, valid rows, cols)
         self.extent: dict = {}         # tile -> [first byte, last byte + 1) in the arena
+        self.row = None                # while rendering a row run: its _RowRun
         self.lines: list[str] = []
         self.depth = 1
         self.tmp = 0
@@ -147,18 +182,27 @@ class _Program(MoreInstrs):
                 self.emit(f"{v.type.dtype.c_type} *const {n} = ({v.type.dtype.c_type} *)"
                           f"T[{op.attrs['index']}];  /* {v.type} */")
         self.reads = _read_counts(body)
-        for top in body:       # tiles are fixed places in the arena: declare them all first
-            for op in top.walk():
-                if op.name == "tile":
-                    self.i_tile(op)
+        tiles = [op for top in body for op in top.walk() if op.name == "tile"]
+        for op in tiles:
+            self.name_tile(op)
+        self.plan_views(body)
+        self.plan_rows(body)
+        for op in tiles:       # tiles are fixed places in the arena: declare them all first
+            self.i_tile(op)
         self.ops([op for op in body if op.name not in ("arg", "tile")])
         return "\n".join(head + self.lines + ["}"])
 
     def ops(self, ops: list) -> None:
         """Render a region: runs of elementwise instructions over one tile shape become a
-        single loop (each element flows through the whole run in registers)."""
+        single loop (each element flows through the whole run in registers); a planned row
+        run becomes a loop over rows (see plan_rows)."""
         i = 0
         while i < len(ops):
+            if not self.row and ops[i] in self.row_runs:
+                run = self.row_runs[ops[i]]
+                self.row_run(run)
+                i = ops.index(run.span[-1], i) + 1
+                continue
             run = [ops[i]]
             if _fusable(ops[i]):
                 shape = ops[i].operands[0].type.shape
@@ -173,6 +217,9 @@ class _Program(MoreInstrs):
                 while run[-1].name == "tile":
                     run.pop()
             instrs = [op for op in run if op.name != "tile"]
+            if self.row and _fusable(instrs[0]):
+                i += len(run) + self.row_pass(instrs, ops[i + len(run):])
+                continue
             if len(instrs) > 1:
                 self.fused(instrs)
             else:
@@ -181,8 +228,100 @@ class _Program(MoreInstrs):
                         self.op(op)
             i += len(run)
 
+    # copies the host need not make: the destination is read where the source lies
+    def plan_views(self, body) -> None:
+        """Which textract, tload and tmov destinations become views of their source.
+
+        A view is a pointer (with a row stride, and for a GM source the valid rows and
+        columns) declared where the copy was; nothing is copied. It needs: the copy is the
+        only write of its destination; every read of the destination follows the copy in the
+        same region; no instruction from the copy to the last of those reads writes the
+        source's memory (an overlapping tile, or any GM tensor for a GM source); and every
+        reader can take a view: a textract or tload destination is read by tmatmul operands
+        only (a tload's through textract views too); a tmov destination, a contiguous alias
+        of the same dtype and shape, by anything."""
+        self.views: dict = {}       # tile -> (kind, source): "extract", "load" or "alias"
+        self.writes = _write_counts(body)
+        regions = list(_regions(body))
+        for region in regions:
+            for i, op in enumerate(region):
+                if op.name not in ("textract", "tmov"):
+                    continue
+                d, src = op.operands
+                if op.name == "textract":
+                    if op.attrs.get("trans"):
+                        continue
+                    ok = _is_mm_operand
+                elif d.type.dtype == src.type.dtype and d.type.shape == src.type.shape:
+                    ok = _any_reader
+                else:
+                    continue
+                if self.view_ok(region, i, d, self.memory(src), ok):
+                    self.views[d] = ("extract" if op.name == "textract" else "alias", src)
+                    if op.name == "tmov":
+                        self.extent[d] = self.extent[src]
+        for region in regions:
+            for i, op in enumerate(region):
+                if op.name == "tload" and _loadable_in_place(op):
+                    d = op.operands[0]
+
+                    def ok(r, v):
+                        return _is_mm_operand(r, v) or (r.name == "textract" and
+                                                        self.views.get(r.operands[0], ("",))[0]
+                                                        == "extract")
+                    if self.view_ok(region, i, d, "gm", ok):
+                        self.views[d] = ("load", op.operands[1])
+
+    def memory(self, v):
+        """What a tile's content depends on: its arena bytes, or "gm" for a view of GM."""
+        while v in self.views:
+            kind, src = self.views[v]
+            if kind == "load":
+                return "gm"
+            v = src
+        return self.extent[v]
+
+    def view_ok(self, region, i, d, mem, reader_ok) -> bool:
+        """May d, written by region[i] from memory mem, be read in place (see plan_views)?"""
+        if self.writes.get(d, 0) != 1:
+            return False
+        readers, last = 0, -1
+        for p, top in enumerate(region[i + 1:]):
+            for op in _instrs([top]):
+                for v in sources(op):
+                    if v is d:
+                        if not reader_ok(op, d):
+                            return False
+                        readers += 1
+                        last = p
+                        if op.name == "textract":   # a view of the view: its reads count too
+                            last = max(last, self.last_read(region[i + 1:], op.operands[0]))
+        if readers == 0 or readers != self.reads.get(d, 0):
+            return False
+        return not _clobbers(region[i + 1:i + 2 + last], mem, self.extent)
+
+    def last_read(self, ops, v) -> int:
+        last = -1
+        for p, top in enumerate(ops):
+            if any(v is x for op in _instrs([top]) for x in sources(op)):
+                last = p
+        return last
+
+    def operand(self, v) -> tuple:
+        """(pointer, row stride, valid rows, valid columns) of a tmatmul operand; None where
+        the whole tile holds data (a tile's tails are zero)."""
+        if v in self.view_info:
+            return self.view_info[v]
+        return self.tile(v), v.type.shape[-1], None, None
+
     def ex(self, e) -> str:
         return E.to_c(e)
+
+    def clamp(self, n: int, v) -> str:
+        """max(0, min(n, v)) in C (v an expression), folded when v is a number."""
+        if isinstance(v, int):
+            return str(max(0, min(n, v)))
+        return f"pp_max(0, pp_min({n}, {self.ex(v)}))"
 
     def tile(self, v) -> str:
         return self.names[v]
@@ -190,7 +329,8 @@ class _Program(MoreInstrs):
     def op(self, op) -> None:
         if op.name == "tile":
             return
-        fn = getattr(self, "i_" + op.name, None)
+        fn = getattr(self, ("row_" if self.row else "i_") + op.name, None) or \
+            getattr(self, "i_" + op.name, None)
         if fn is None:
             if op.name[1:] in O.ELEMENTWISE and op.name.startswith("t"):
                 fn = self.i_elementwise
@@ -199,13 +339,17 @@ class _Program(MoreInstrs):
         fn(op)
 
     # declarations and control flow
-    def i_tile(self, op) -> None:
+    def name_tile(self, op) -> None:
         v, t = op.result, op.result.type
-        n = f"t{len(self.names)}"
-        self.names[v] = n
+        self.names[v] = f"t{len(self.names)}"
         start = self.base[t.space] + op.attrs.get("addr", 0)
         self.extent[v] = (start, start + t.nbytes)
-        self.emit(f"{t.dtype.c_type} *const {n} = ({t.dtype.c_type} *)(B + "
+
+    def i_tile(self, op) -> None:
+        v, t = op.result, op.result.type
+        if v in self.views or v in self.row_local:    # declared where they are used
+            return
+        self.emit(f"{t.dtype.c_type} *const {self.names[v]} = ({t.dtype.c_type} *)(B + "
                   f"{self.base[t.space] + op.attrs.get('addr', 0)});  /* {t} */")
 
     def i_for(self, op) -> None:
@@ -250,8 +394,7 @@ class _Program(MoreInstrs):
         dt_t, dt_g = tt.dtype, gt.dtype
         stream = to_gm and dt_t == dt_g and self.fresh("stream")
         if stream:    # decided at run time: the tensor's size may be symbolic
-            self.emit(f"const int {stream} = pp_stream({gst[0]} * {self.ex(gt.shape[0])} * "
-                      f"{dt_g.itemsize});")
+            self.emit(f"const int {stream} = {self.stream_test(gm_v)};")
         idx = [self.fresh() for _ in range(r)]
         for i in range(r - 1):
             self.emit("    " * i + f"for (int64_t {idx[i]} = 0; {idx[i]} < {vs[i]}; {idx[i]}++)")
@@ -275,14 +418,46 @@ class _Program(MoreInstrs):
         self.depth -= 1
         self.emit("}")
 
+    def stream_test(self, gm) -> str:
+        """Whether stores into GM tensor gm should bypass the caches (its size may be
+        symbolic, so this is decided at run time)."""
+        gt = gm.type
+        return f"pp_stream({self.gm_strides(gt)[0]} * {self.ex(gt.shape[0])} * {gt.dtype.itemsize})"
+
     def i_tload(self, op) -> None:
+        if op.operands[0] in self.views:
+            self.load_view(op)
+            return
         self.copy_nest(op, to_gm=False)
+
+    def load_view(self, op) -> None:
+        """A tload read in place: a pointer into GM and the valid rows and columns."""
+        d, gm = op.operands
+        tt, gt = d.type, gm.type
+        shape = (1,) * (gt.rank - tt.rank) + tuple(tt.shape)
+        offs = [self.ex(o) for o in op.attrs["offsets"]]
+        valid = op.attrs["valid"]
+        gst = self.gm_strides(gt)
+        n, ct = self.tile(d), tt.dtype.c_type
+        self.emit(f"/* tload {n}: read in place (row stride {gst[-2]}), no copy */")
+        self.emit(f"const {ct} *const {n} = {_at(self.names[gm], zip(offs, gst))};")
+        rows = self.clamp(shape[-2], valid[-2])
+        for k in range(len(shape) - 2):      # leading dims (all 1): empty if one is invalid
+            if not (isinstance(valid[k], int) and valid[k] >= 1):
+                rows += f" * ({self.ex(valid[k])} > 0)"
+        self.emit(f"const int64_t {n}_rows = {rows};")
+        self.emit(f"const int64_t {n}_cols = {self.clamp(shape[-1], valid[-1])};")
+        self.view_info[d] = (n, gst[-2], f"{n}_rows", f"{n}_cols")
 
     def i_tstore(self, op) -> None:
         self.copy_nest(op, to_gm=True)
 
     def i_tmov(self, op) -> None:
         d, s = op.operands
+        if d in self.views:
+            self.emit(f"{d.type.dtype.c_type} *const {self.tile(d)} = {self.tile(s)};  "
+                      f"/* tmov: read in place */")
+            return
         self.convert_all(d, s)
 
     def i_tcvt(self, op) -> None:
@@ -308,6 +483,18 @@ class _Program(MoreInstrs):
         d, s = op.operands
         (r, c), C = d.type.shape, s.type.shape[-1]
         o0, o1 = (self.ex(o) for o in op.attrs["offsets"])
+        if d in self.views:
+            ptr, ld, rows, cols = self.operand(s)
+            n = self.tile(d)
+            self.emit(f"/* textract {n}: read in place (row stride {ld}), no copy */")
+            self.emit(f"const {d.type.dtype.c_type} *const {n} = "
+                      f"{_at(ptr, [(o0, str(ld)), (o1, '1')])};")
+            if rows is not None:
+                self.emit(f"const int64_t {n}_rows = pp_max(0, pp_min({r}, {_minus(rows, o0)}));")
+                self.emit(f"const int64_t {n}_cols = pp_max(0, pp_min({c}, {_minus(cols, o1)}));")
+                rows, cols = f"{n}_rows", f"{n}_cols"
+            self.view_info[d] = (n, ld, rows, cols)
+            return
         i = self.fresh()
         if op.attrs.get("trans"):     # dst[i][j] = src[o0 + j][o1 + i]
             j = self.fresh("j")
@@ -320,13 +507,16 @@ class _Program(MoreInstrs):
 
     def i_texpands(self, op) -> None:
         d = op.operands[0]
-        dt = d.type.dtype
+        i = self.fresh()
+        self.emit(f"for (int64_t {i} = 0; {i} < {_numel(d.type.shape)}; {i}++) "
+                  f"{self.tile(d)}[{i}] = {self.fill_value(op)};")
+
+    def fill_value(self, op) -> str:
+        dt = op.operands[0].type.dtype
         val = op.attrs["value"]
         lit = _flit(val) if dt.kind == "float" else str(int(val) if not isinstance(val, E.Expr)
                                                          else E.to_c(val))
-        i = self.fresh()
-        self.emit(f"for (int64_t {i} = 0; {i} < {_numel(d.type.shape)}; {i}++) "
-                  f"{self.tile(d)}[{i}] = {_st(dt, lit, 'float' if dt.kind == 'float' else 'int')};")
+        return _st(dt, lit, "float" if dt.kind == "float" else "int")
 
     # compute
     def i_elementwise(self, op) -> None:
@@ -418,6 +608,13 @@ class _Program(MoreInstrs):
             pos = at if flat else self.bcast_index(v.type.shape, shape, idx)
             return _ld(v.type.dtype, f"{self.tile(v)}[{pos}]")
 
+        self.chain(instrs, arg, lambda v: f"{self.tile(v)}[{at}]", inside, local, pad)
+        self.emit("    " * (0 if flat else len(shape)) + "}")
+
+    def chain(self, instrs, arg, lvalue, inside: dict, local: dict, pad: str) -> None:
+        """The statements of a run for one element: each result a local (rounded to its
+        dtype, as a store and reload would), stored (at lvalue(tile)) only when read outside
+        the run or by its own instruction."""
         for op in instrs:
             dst = op.operands[0]
             expr, kind = self.elementwise_expr(op, arg)
@@ -433,9 +630,8 @@ class _Program(MoreInstrs):
                 self.emit(f"{pad}const {dt.c_type} {sv} = {stored};")
                 self.emit(f"{pad}const {ctype} {var} = {_ld(dt, sv)};")
             if self.reads.get(dst, 0) != inside.get(dst, 0) or dst in op.operands[1:]:
-                self.emit(f"{pad}{self.tile(dst)}[{at}] = {sv};")
+                self.emit(f"{pad}{lvalue(dst)} = {sv};")
             local[dst] = var
-        self.emit("    " * (0 if flat else len(shape)) + "}")
 
     def fusion_hazard(self, instrs: list, inside: dict) -> bool:
         """Would one pass store into a tile's bytes before a later element of it is read?
@@ -449,9 +645,10 @@ class _Program(MoreInstrs):
             if self.reads.get(dst, 0) != inside.get(dst, 0) or dst in op.operands[1:]:
                 stores.append(dst)
             produced.add(dst)
+        private = self.row.local if self.row else ()      # rows of their own
         for s in reads:
             for d in stores:
-                if s is d:
+                if s is d or s in private or d in private:
                     continue
                 (a0, a1), (b0, b1) = self.extent[s], self.extent[d]
                 if a0 < b1 and b0 < a1:
@@ -483,12 +680,7 @@ class _Program(MoreInstrs):
         valid = op.attrs["valid"]
         shape = src.type.shape
         dt, sdt = dst.type.dtype, src.type.dtype
-        ident, _, comb, _, _ = O.REDUCE[kind]
-        work = "float" if sdt.kind == "float" else "int64_t"
-        if work != "float":
-            ident = {"0": "0", "1": "1", "-INFINITY": "INT64_MIN", "INFINITY": "INT64_MAX"}[ident]
-            comb = {"max": "({x} > {acc} ? {x} : {acc})",
-                    "min": "({x} < {acc} ? {x} : {acc})"}.get(kind, comb)
+        ident, comb, work = _reduce_ops(kind, sdt)
         r = len(shape)
         self.emit("{")
         self.depth += 1
@@ -506,7 +698,9 @@ class _Program(MoreInstrs):
         base = " + ".join([f"{idx[d]} * {st[d]}" for d in keep] + ["0"])
         out_i = " + ".join([f"{idx[d]} * {dst_st[d]}" for d in keep] + ["0"])
         if dims == [r - 1] and shape[r - 1] >= ACC_LANES:
-            self.lane_reduce(src, base, vs[r - 1], ident, comb, work, kind)
+            start = base.removesuffix(" + 0") if base != "0" else ""
+            row = self.tile(src) + (" + " + start if start else "")
+            self.lane_reduce(row, sdt, vs[r - 1], ident, comb, work, kind)
         else:
             acc = self.fresh("acc")
             self.emit(f"{work} {acc} = {ident};")
@@ -523,7 +717,7 @@ class _Program(MoreInstrs):
         self.depth -= 1
         self.emit("}")
 
-    def lane_reduce(self, src, base, n, ident, comb, work, kind) -> None:
+    def lane_reduce(self, src: str, sdt, n, ident, comb, work, kind) -> None:
         """Reduce a contiguous row with ACC_LANES partial accumulators in a fixed order.
 
         A lane step is one vector operation: PP_LANES stops gcc from unrolling it into
@@ -532,10 +726,7 @@ class _Program(MoreInstrs):
         result as the NaN-propagating comb, whose branch does not vectorise."""
         L = ACC_LANES
         lanes, j, k, row = self.fresh("lane"), self.fresh("j"), self.fresh("k"), self.fresh("row")
-        sdt = src.type.dtype
-        start = base.removesuffix(" + 0") if base != "0" else ""
-        self.emit(f"const {sdt.c_type} *restrict {row} = {self.tile(src)}"
-                  f"{' + ' + start if start else ''};")
+        self.emit(f"const {sdt.c_type} *restrict {row} = {src};")
         self.emit(f"{work} {lanes}[{L}];")
         self.emit(f"for (int {k} = 0; {k} < {L}; {k}++) {lanes}[{k}] = {ident};")
         self.emit(f"int64_t {j} = 0;")
@@ -551,31 +742,50 @@ class _Program(MoreInstrs):
             self.emit(f"        {nans}[{k}] = x != x ? x : {nans}[{k}];")
             self.emit("    }")
             self.emit(f"for (int {k} = 0; {k} < {L}; {k}++) "
-                      f"if ({nans}[{k}] != {nans}[{k}]) {lanes}[{k}] = {nans}[{k}];")
+                      f"{lanes}[{k}] = {nans}[{k}] != {nans}[{k}] ? {nans}[{k}] : {lanes}[{k}];")
         else:
             self.emit(f"for (; {j} + {L} <= {n}; {j} += {L})")
             self.emit(f"    PP_LANES for (int {k} = 0; {k} < {L}; {k}++) "
                       f"{lanes}[{k}] = {comb.format(acc=f'{lanes}[{k}]', x=x)};")
         self.emit(f"for (int {k} = 0; {j} + {k} < {n}; {k}++) "
                   f"{lanes}[{k}] = {comb.format(acc=f'{lanes}[{k}]', x=x)};")
-        # fixed pairwise tree over the lanes
-        w = L // 2
+        self.lane_result = self.lane_tree(lanes, comb, k, kind if split else None)
+
+    def lane_tree(self, lanes: str, comb: str, k: str, split: str | None = None) -> str:
+        """The fixed pairwise tree over the lanes; returns the result. A float max/min
+        (split) takes the combine in two selects, the larger, then a NaN: the same result,
+        but no branch (a branch on the data mispredicts)."""
+        w = ACC_LANES // 2
         while w >= 1:
-            self.emit(f"for (int {k} = 0; {k} < {w}; {k}++) {lanes}[{k}] = "
-                      f"{comb.format(acc=f'{lanes}[{k}]', x=f'{lanes}[{k} + {w}]')};")
+            a, x = f"{lanes}[{k}]", f"{lanes}[{k} + {w}]"
+            if split:
+                cmp = {"max": ">", "min": "<"}[split]
+                self.emit(f"for (int {k} = 0; {k} < {w}; {k}++) {{ const float x = {x}; "
+                          f"{a} = x {cmp} {a} ? x : {a}; {a} = x != x ? x : {a}; }}")
+            else:
+                self.emit(f"for (int {k} = 0; {k} < {w}; {k}++) {a} = {comb.format(acc=a, x=x)};")
             w //= 2
-        self.lane_result = f"{lanes}[0]"
+        return f"{lanes}[0]"
 
     def i_tmatmul(self, op) -> None:
         acc, a, b = op.operands
         (M, K), (_, N) = a.type.shape, b.type.shape
         init = self.ex(op.attrs["init"])
         kv = self.ex(op.attrs["k_valid"])
-        c, an, bn = self.tile(acc), self.tile(a), self.tile(b)
+        c = self.tile(acc)
+        (an, lda, a_rows, a_cols), (bn, ldb, b_rows, b_cols) = self.operand(a), self.operand(b)
         kk = self.fresh("kv")
         self.emit("{")
         self.depth += 1
-        self.emit(f"const int64_t {kk} = pp_max(0, pp_min({K}, {kv}));")
+        # operands read in place bring their valid rows and columns: k stops at the shorter,
+        # rows and columns outside them stay as they are (zero from init, as the zero-filled
+        # copies would have made them)
+        k_lim = f"pp_min({K}, {kv})"
+        for lim in (a_cols, b_rows):
+            if lim is not None:
+                k_lim = f"pp_min({k_lim}, {lim})"
+        self.emit(f"const int64_t {kk} = pp_max(0, {k_lim});")
+        m, n = a_rows or str(M), b_cols or str(N)
         self.emit(f"if ({init}) memset({c}, 0, {M * N * acc.type.dtype.itemsize});")
         adt, bdt = (_MM_DT.get(x.type.dtype.name) for x in (a, b))
         if acc.type.dtype.name == "f32" and adt and bdt:
@@ -583,17 +793,17 @@ class _Program(MoreInstrs):
             # fp32 in the core's workspace
             floats = (M * K if adt != "PP_F32" else 0) + (K * N if bdt != "PP_F32" else 0)
             self.workspace_bytes = max(self.workspace_bytes, 4 * floats)
-            self.emit(f"pp_matmul({c}, {an}, {adt}, {bn}, {bdt}, {M}, {N}, {K}, {kk}, "
-                      f"(float *)(B + {self.workspace}));")
+            self.emit(f"pp_matmul({c}, {N}, {an}, {lda}, {adt}, {bn}, {ldb}, {bdt}, {m}, {n}, "
+                      f"{kk}, (float *)(B + {self.workspace}));")
         else:     # other accumulators (integers): plain loops, each element in k order
             work = "float" if acc.type.dtype.kind == "float" else "int64_t"
             i, k, j = self.fresh(), self.fresh("k"), self.fresh("j")
-            self.emit(f"for (int64_t {i} = 0; {i} < {M}; {i}++)")
+            self.emit(f"for (int64_t {i} = 0; {i} < {m}; {i}++)")
             self.emit(f"    for (int64_t {k} = 0; {k} < {kk}; {k}++) {{")
-            self.emit(f"        const {work} aik = {_ld(a.type.dtype, f'{an}[{i} * {K} + {k}]')};")
-            self.emit(f"        for (int64_t {j} = 0; {j} < {N}; {j}++)")
+            self.emit(f"        const {work} aik = {_ld(a.type.dtype, f'{an}[{i} * {lda} + {k}]')};")
+            self.emit(f"        for (int64_t {j} = 0; {j} < {n}; {j}++)")
             self.emit(f"            {c}[{i} * {N} + {j}] += aik * "
-                      f"{_ld(b.type.dtype, f'{bn}[{k} * {N} + {j}]')};")
+                      f"{_ld(b.type.dtype, f'{bn}[{k} * {ldb} + {j}]')};")
             self.emit("    }")
         self.depth -= 1
         self.emit("}")
@@ -609,14 +819,107 @@ def _fusable(op) -> bool:
 
 def _read_counts(body: list) -> dict:
     """How often each tile is read anywhere in the program."""
-    from ..ir.instr import sources
     out: dict = {}
-    for top in body:
+    for op in _instrs(body):
+        for v in sources(op):
+            out[v] = out.get(v, 0) + 1
+    return out
+
+
+def _reduce_ops(kind: str, sdt) -> tuple[str, str, str]:
+    """(identity, combine template over {acc} and {x}, work type) of a reduction."""
+    ident, _, comb, _, _ = O.REDUCE[kind]
+    work = "float" if sdt.kind == "float" else "int64_t"
+    if work != "float":
+        ident = {"0": "0", "1": "1", "-INFINITY": "INT64_MIN", "INFINITY": "INT64_MAX"}[ident]
+        comb = {"max": "({x} > {acc} ? {x} : {acc})",
+                "min": "({x} < {acc} ? {x} : {acc})"}.get(kind, comb)
+    return ident, comb, work
+
+
+def _write_counts(body: list) -> dict:
+    """How often each tile is written anywhere in the program."""
+    out: dict = {}
+    for op in _instrs(body):
+        for v in dests(op):
+            out[v] = out.get(v, 0) + 1
+    return out
+
+
+def _instrs(ops: list):
+    """The tile instructions among ops and inside their regions, in program order."""
+    for top in ops:
         for op in top.walk():
             if op.name not in ("tile", "for", "if", "arg"):
-                for v in sources(op):
-                    out[v] = out.get(v, 0) + 1
-    return out
+                yield op
+
+
+def _regions(body: list):
+    """Every op list of the program: the body, then each region nested in it."""
+    yield body
+    for top in body:
+        for op in top.walk():
+            for region in op.regions:
+                yield region
+
+
+def _clobbers(ops: list, mem, extent: dict) -> bool:
+    """Does an instruction among ops write mem: arena bytes (lo, hi), or "gm" (any tensor)?"""
+    for op in _instrs(ops):
+        if mem == "gm":
+            if op.name in ("tstore", "tscatter"):
+                return True
+            continue
+        for w in dests(op):
+            lo, hi = extent[w]
+            if lo < mem[1] and mem[0] < hi:
+                return True
+    return False
+
+
+def _is_mm_operand(op, v) -> bool:
+    return op.name == "tmatmul" and op.operands[0] is not v
+
+
+def _any_reader(op, v) -> bool:
+    return True
+
+
+def _loadable_in_place(op) -> bool:
+    """A tload whose destination could be a pointer into GM: same dtype, a matrix (leading
+    tile dims 1) of a tensor of rank 2 or more."""
+    d, gm = op.operands
+    t, g = d.type, gm.type
+    return (t.dtype == g.dtype and t.rank >= 2 and g.rank >= t.rank
+            and all(x == 1 for x in t.shape[:-2]))
+
+
+def _paren(x: str) -> str:
+    """x, parenthesised unless it is a name, a number or already in parentheses."""
+    if x.replace("_", "a").isalnum():
+        return x
+    if x.startswith("(") and x.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(x):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and i < len(x) - 1:
+                break
+        else:
+            return x
+    return f"({x})"
+
+
+def _at(ptr: str, terms) -> str:
+    """ptr + the sum of offset * stride over (offset, stride) pairs, zero terms left out."""
+    out = [ptr]
+    for o, st in terms:
+        if o != "0":
+            out.append(_paren(o) if st == "1" else f"{_paren(o)} * {st}")
+    return " + ".join(out)
+
+
+def _minus(a: str, b: str) -> str:
+    return a if b == "0" else f"{a} - {_paren(b)}"
 
 
 def _subst_ab(tmpl: str, env: dict) -> str:

@@ -44,6 +44,18 @@ static inline void pp_store(void *dst, const void *src, int64_t n, int stream) {
 #endif
     memcpy(dst, src, (size_t)n);
 }
+/* 64 bytes made in registers into GM: streamed (see pp_store) when asked and aligned */
+static inline void pp_put64(void *dst, const void *src, int stream) {
+#if defined(__SSE2__)
+    if (stream && !((uintptr_t)dst & 15)) {
+        for (int q = 0; q < 64; q += 16)
+            _mm_stream_si128((__m128i *)((char *)dst + q),
+                             _mm_loadu_si128((const __m128i *)((const char *)src + q)));
+        return;
+    }
+#endif
+    memcpy(dst, src, 64);
+}
 /* after a streaming tstore: order its stores before whatever the task does next */
 static inline void pp_store_end(int stream) {
 #if defined(__SSE2__)
@@ -66,9 +78,11 @@ static inline uint16_t pp_f2bf(float f) {
 }
 
 /* exp(x) in float: range reduction by ln2 and a degree-6 polynomial; within 2 ulp, written
-   without branches so that loops over tiles vectorise. */
+   without branches so that loops over tiles vectorise. Above ln(FLT_MAX) (88.72...) n is 128
+   and p >= 1, so the scaling below overflows to +inf by itself; hi = 89 only bounds n (the
+   same bits as an explicit select of +inf, checked over every float input). */
 static inline float pp_expf(float x) {
-    const float hi = 88.7228317f, lo = -103.972084f;
+    const float hi = 89.0f, lo = -103.972084f;
     float xc = x > hi ? hi : (x < lo ? lo : x);
     float n = nearbyintf(xc * 1.44269504088896341f);
     float r = xc - n * 0.693145751953125f;
@@ -83,19 +97,20 @@ static inline float pp_expf(float x) {
     s1.u = (uint32_t)(n1 + 127) << 23;
     s2.u = (uint32_t)(n2 + 127) << 23;
     float res = p * s1.f * s2.f;
-    res = x > hi ? INFINITY : res;
     return x != x ? x : res;
 }
 
 static inline float pp_tanhf(float x) { return tanhf(x); }
 
-/* tmatmul on the host: c[M,N] += a[M,K] . b[K,N] over k < kv, accumulated in fp32.
+/* tmatmul on the host: c[0:m, 0:n] += a[0:m, 0:k] . b[0:k, 0:n], accumulated in fp32; every
+   operand has its own row stride (ldc, lda, ldb), so a and b may be read in place from L1
+   tiles or GM. Rows of c from m and columns from n on are left as they are.
    Every element of c is accumulated in k order, one fused multiply-add per k, whatever the
    blocking below: the result does not depend on the tile sizes or on the thread.
    The micro-kernel keeps a PP_MR x PP_NR block of c in registers: GNU C vector types (not
    intrinsics), which gcc maps onto AVX-512 (or AVX2, or SSE) registers; it reads b in place
    (the tile is hot in the cache: packing it did not pay). fp16/bf16 operands are first
-   widened to fp32 in the workspace W (M*K floats for a, then K*N for b). Rows and columns
+   widened to fp32 in the workspace W (m*k floats for a, then k*n for b). Rows and columns
    beyond whole blocks take a plain loop. */
 enum { PP_F32, PP_F16, PP_BF16 };
 #define PP_MR 8           /* rows of c per register block */
@@ -127,34 +142,42 @@ static inline void pp_mm_block(float *c, int64_t ldc, const float *a, int64_t ld
         for (int v = 0; v < NV; v++) *(pp_f32x16 *)(c + i * ldc + 16 * v) = acc[i][v];
 }
 
-static const float *pp_widen(const void *x, int dt, int64_t rows, int64_t cols, int64_t n,
-                             float *w) {     /* x[:, :n] as fp32 (x itself when it is fp32) */
-    if (dt == PP_F32) return (const float *)x;
+/* x[0:rows, 0:cols] (row stride ld) as fp32: x itself when it is fp32, else widened into w */
+static const float *pp_widen(const void *x, int dt, int64_t ld, int64_t rows, int64_t cols,
+                             float *w, int64_t *ldw) {
+    if (dt == PP_F32) {
+        *ldw = ld;
+        return (const float *)x;
+    }
     for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < n; j++) w[i * cols + j] = pp_elem(x, dt, i * cols + j);
+        for (int64_t j = 0; j < cols; j++) w[i * cols + j] = pp_elem(x, dt, i * ld + j);
+    *ldw = cols;
     return w;
 }
 
-static void pp_matmul(float *restrict c, const void *a, int adt, const void *b, int bdt,
-                      int64_t M, int64_t N, int64_t K, int64_t kv, float *restrict W) {
-    const float *af = pp_widen(a, adt, M, K, kv, W);
-    const float *bf = pp_widen(b, bdt, kv, N, N, W + (adt == PP_F32 ? 0 : M * K));
-    const int64_t M0 = M / PP_MR * PP_MR, N0 = N / PP_NR * PP_NR;   /* whole blocks */
-    for (int64_t k0 = 0; k0 < kv; k0 += PP_KC) {
-        const int64_t kc = pp_min(PP_KC, kv - k0);
+static void pp_matmul(float *restrict c, int64_t ldc, const void *a, int64_t lda, int adt,
+                      const void *b, int64_t ldb, int bdt, int64_t m, int64_t n, int64_t k,
+                      float *restrict W) {
+    int64_t la, lb;
+    const float *af = pp_widen(a, adt, lda, m, k, W, &la);
+    const float *bf = pp_widen(b, bdt, ldb, k, n, W + (adt == PP_F32 ? 0 : m * k), &lb);
+    const int64_t M0 = m / PP_MR * PP_MR, N0 = n / PP_NR * PP_NR;   /* whole blocks */
+    for (int64_t k0 = 0; k0 < k; k0 += PP_KC) {
+        const int64_t kc = pp_min(PP_KC, k - k0);
         for (int64_t j0 = 0; j0 < N0; j0 += PP_NR) {
             for (int64_t i0 = 0; i0 < M0; i0 += PP_MR)
-                pp_mm_block(c + i0 * N + j0, N, af + i0 * K + k0, K, bf + k0 * N + j0, N, kc);
-            for (int64_t i = M0; i < M; i++)              /* rows below the last block */
-                for (int64_t k = k0; k < k0 + kc; k++) {
-                    const float aik = af[i * K + k];
-                    for (int64_t j = j0; j < j0 + PP_NR; j++) c[i * N + j] += aik * bf[k * N + j];
+                pp_mm_block(c + i0 * ldc + j0, ldc, af + i0 * la + k0, la, bf + k0 * lb + j0, lb,
+                            kc);
+            for (int64_t i = M0; i < m; i++)              /* rows below the last block */
+                for (int64_t q = k0; q < k0 + kc; q++) {
+                    const float aiq = af[i * la + q];
+                    for (int64_t j = j0; j < j0 + PP_NR; j++) c[i * ldc + j] += aiq * bf[q * lb + j];
                 }
         }
-        for (int64_t i = 0; i < M; i++)                   /* columns right of the last block */
-            for (int64_t k = k0; k < k0 + kc; k++) {
-                const float aik = af[i * K + k];
-                for (int64_t j = N0; j < N; j++) c[i * N + j] += aik * bf[k * N + j];
+        for (int64_t i = 0; i < m; i++)                   /* columns right of the last block */
+            for (int64_t q = k0; q < k0 + kc; q++) {
+                const float aiq = af[i * la + q];
+                for (int64_t j = N0; j < n; j++) c[i * ldc + j] += aiq * bf[q * lb + j];
             }
     }
 }
