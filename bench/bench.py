@@ -4,8 +4,10 @@ Each case runs the two implementations interleaved, REPS times each, and reports
 pypto's best run) and the ratio numpy / pypto (above 1: pypto is faster). Outputs are
 preallocated for pypto (the kernel writes in place; first-touch page faults are paid once, in
 the warm-up call); numpy runs as users write it, allocating its temporaries. Correctness is
-checked once per case. After each numpy call the benchmark pauses long enough for OpenBLAS's
-worker threads to stop spinning (they would steal the second core from the next pypto run).
+checked once per case. Every timed call follows an untimed call of the same side (on this VM
+idle cores wake slowly, and OpenBLAS keeps its own threads spinning between calls); after
+each numpy pair the benchmark pauses long enough for OpenBLAS's worker threads to stop
+spinning (they would steal the second core from the next pypto run).
 
     python bench/bench.py [--reps N] [--quick]
 """
@@ -83,8 +85,10 @@ def main() -> int:
         err = float(np.max(np.abs(got - want)) / max(1e-30, float(np.max(np.abs(want)))))
         t_ours, t_np = [], []
         for _ in range(args.reps):
+            # each side: one untimed call to wake the cores, then the timed one
+            ours()
             t_ours.append(timed(ours))
-            time.sleep(0.02)
+            theirs()
             t_np.append(timed(theirs))
             time.sleep(0.15 if flops else 0.02)  # OpenBLAS workers spin ~0.1 s after a call
         a, b = statistics.median(t_ours), statistics.median(t_np)

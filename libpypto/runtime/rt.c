@@ -4,6 +4,7 @@
    its last predecessor finishes; idle workers take the ready task with the lowest index.
    Every worker owns a scratch arena (the core's on-chip buffers) and records when each task
    started and ended, and on which worker. Compiled together with the emitted programs. */
+#include <stdint.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -31,10 +32,6 @@ typedef struct {
     int failed;
 } pp_run_state;
 
-typedef struct {
-    pp_run_state *st;
-    int core;
-} pp_worker_arg;
 
 static int64_t pp_now_ns(const struct timespec *t0) {
     struct timespec t;
@@ -67,17 +64,8 @@ static int64_t pp_heap_pop(pp_run_state *st) {
     return top;
 }
 
-static void *pp_worker(void *p) {
-    pp_worker_arg *wa = (pp_worker_arg *)p;
-    pp_run_state *st = wa->st;
-    char *arena = NULL;
-    if (posix_memalign((void **)&arena, 64, st->arena_bytes > 0 ? (size_t)st->arena_bytes : 64)) {
-        pthread_mutex_lock(&st->mu);
-        st->failed = 1;
-        pthread_cond_broadcast(&st->cv);
-        pthread_mutex_unlock(&st->mu);
-        return NULL;
-    }
+/* One worker's share of a run: take ready tasks until none remain. */
+static void pp_work(pp_run_state *st, int core, char *arena) {
     pthread_mutex_lock(&st->mu);
     for (;;) {
         while (st->heap_n == 0 && st->remaining > 0 && !st->failed)
@@ -89,7 +77,7 @@ static void *pp_worker(void *p) {
         pypto_programs[st->prog[t]](st->tensors + st->tensor_off[t], st->scalars + st->scalar_off[t],
                                     arena);
         st->t_end[t] = pp_now_ns(&st->t0);
-        st->t_core[t] = wa->core;
+        st->t_core[t] = core;
         pthread_mutex_lock(&st->mu);
         int woke = 0;
         for (int64_t k = st->succ_off[t]; k < st->succ_off[t + 1]; k++) {
@@ -100,19 +88,80 @@ static void *pp_worker(void *p) {
             }
         }
         st->remaining--;
-        if (st->remaining == 0)
-            pthread_cond_broadcast(&st->cv);
-        else if (woke > 1)
+        if (st->remaining == 0 || woke > 1)
             pthread_cond_broadcast(&st->cv);
         else if (woke == 1)
             pthread_cond_signal(&st->cv);
     }
     pthread_mutex_unlock(&st->mu);
-    free(arena);
+}
+
+/* The worker pool of this library: threads and their arenas (the cores' buffers) live from
+   the first run to the end of the process, so a run neither starts threads nor pays the page
+   faults of fresh arenas. Worker 0 is the calling thread. Runs are serialised. */
+#define PP_MAX_THREADS 256
+static struct {
+    pthread_mutex_t run_mu;         /* one run at a time */
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv, done_cv;
+    int nthreads;                   /* workers started, the caller included */
+    char *arena[PP_MAX_THREADS];
+    pthread_t th[PP_MAX_THREADS];
+    uint64_t generation;            /* bumped for every run */
+    uint64_t born[PP_MAX_THREADS];  /* the generation a thread was started in */
+    int busy;                       /* pool threads still in the current run */
+    int run_threads;                /* workers taking part in the current run */
+    pp_run_state *st;
+} pp_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+             PTHREAD_COND_INITIALIZER};
+
+static void *pp_pool_thread(void *p) {
+    int core = (int)(intptr_t)p;
+    pthread_mutex_lock(&pp_pool.mu);
+    uint64_t seen = pp_pool.born[core];     /* wait for the next run, not an old one */
+    for (;;) {
+        while (pp_pool.generation == seen)
+            pthread_cond_wait(&pp_pool.work_cv, &pp_pool.mu);
+        seen = pp_pool.generation;
+        pp_run_state *st = pp_pool.st;
+        int take_part = core < pp_pool.run_threads;
+        pthread_mutex_unlock(&pp_pool.mu);
+        if (take_part) pp_work(st, core, pp_pool.arena[core]);
+        pthread_mutex_lock(&pp_pool.mu);
+        if (--pp_pool.busy == 0) pthread_cond_signal(&pp_pool.done_cv);
+    }
     return NULL;
 }
 
-/* Returns 0 on success, -1 if a thread or arena could not be created. */
+static char *pp_new_arena(void) {
+    char *a = NULL;
+    return posix_memalign((void **)&a, 64, pypto_arena_bytes > 0 ? (size_t)pypto_arena_bytes : 64)
+        ? NULL : a;
+}
+
+/* Grow the pool to n workers; returns how many there are (fewer if the system refuses). */
+static int pp_pool_grow(int n) {
+    if (n > PP_MAX_THREADS) n = PP_MAX_THREADS;
+    if (pp_pool.nthreads == 0) {
+        pp_pool.arena[0] = pp_new_arena();
+        if (!pp_pool.arena[0]) return 0;
+        pp_pool.nthreads = 1;
+    }
+    while (pp_pool.nthreads < n) {
+        int core = pp_pool.nthreads;
+        pp_pool.arena[core] = pp_new_arena();
+        if (!pp_pool.arena[core]) break;
+        pthread_mutex_lock(&pp_pool.mu);
+        pp_pool.born[core] = pp_pool.generation;
+        int rc = pthread_create(&pp_pool.th[core], NULL, pp_pool_thread, (void *)(intptr_t)core);
+        if (rc == 0) pp_pool.nthreads++;
+        pthread_mutex_unlock(&pp_pool.mu);
+        if (rc != 0) { free(pp_pool.arena[core]); break; }
+    }
+    return pp_pool.nthreads;
+}
+
+/* Returns 0 on success, -1 if no arena could be allocated or the run failed. */
 int pypto_run(int64_t ntasks, const int32_t *prog, void *const *tensors, const int64_t *tensor_off,
               const int64_t *scalars, const int64_t *scalar_off, int32_t *npred,
               const int64_t *succ_off, const int64_t *succ, int nthreads,
@@ -131,21 +180,32 @@ int pypto_run(int64_t ntasks, const int32_t *prog, void *const *tensors, const i
     pthread_cond_init(&st.cv, NULL);
     for (int64_t t = 0; t < ntasks; t++)
         if (npred[t] == 0) pp_heap_push(&st, t);
-    clock_gettime(CLOCK_MONOTONIC, &st.t0);
     if (nthreads < 1) nthreads = 1;
-    pthread_t *th = (pthread_t *)malloc(sizeof(pthread_t) * (size_t)nthreads);
-    pp_worker_arg *args = (pp_worker_arg *)malloc(sizeof(pp_worker_arg) * (size_t)nthreads);
-    int started = 1, rc = 0;
-    for (int i = 0; i < nthreads; i++) { args[i].st = &st; args[i].core = i; }
-    for (int i = 1; i < nthreads; i++) {
-        if (pthread_create(&th[i], NULL, pp_worker, &args[i]) != 0) break;
-        started++;
+    pthread_mutex_lock(&pp_pool.run_mu);
+    int have = pp_pool_grow(nthreads);
+    int rc = 0;
+    if (have == 0) {
+        rc = -1;
+    } else {
+        int use = have < nthreads ? have : nthreads;
+        clock_gettime(CLOCK_MONOTONIC, &st.t0);
+        pthread_mutex_lock(&pp_pool.mu);
+        pp_pool.st = &st;
+        pp_pool.run_threads = use;
+        pp_pool.busy = pp_pool.nthreads - 1;
+        pp_pool.generation++;
+        pthread_cond_broadcast(&pp_pool.work_cv);
+        pthread_mutex_unlock(&pp_pool.mu);
+        pp_work(&st, 0, pp_pool.arena[0]);
+        pthread_mutex_lock(&pp_pool.mu);
+        while (pp_pool.busy > 0)
+            pthread_cond_wait(&pp_pool.done_cv, &pp_pool.mu);
+        pthread_mutex_unlock(&pp_pool.mu);
+        if (st.failed || st.remaining != 0) rc = -1;
     }
-    pp_worker(&args[0]);
-    for (int i = 1; i < started; i++) pthread_join(th[i], NULL);
-    if (st.failed || st.remaining != 0) rc = -1;
+    pthread_mutex_unlock(&pp_pool.run_mu);
     pthread_mutex_destroy(&st.mu);
     pthread_cond_destroy(&st.cv);
-    free(st.heap); free(th); free(args);
+    free(st.heap);
     return rc;
 }
