@@ -1,5 +1,4 @@
 """Elementwise add: out = x + y, fp32, one row block per task."""
-import numpy as np
 
 import libpypto as pypto
 

@@ -1,6 +1,5 @@
 """Loops: two pypto.loop regions over 64-row blocks, one with step 2 covering two blocks per
 iteration; every block is written once (reference controlflow/loop loop_basic)."""
-import numpy as np
 
 import libpypto as pypto
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from ..ir.core import Document, Op, clone_ops, copy_doc
-from ..ir.types import TileType
 from ..ir.instr import dests, sources
 from .alloc import plan
 from .assign_memory import pipe_of
