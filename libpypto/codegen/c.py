@@ -181,7 +181,7 @@ class _Program(MoreInstrs, RowRuns):
                 self.names[v] = n
                 self.emit(f"{v.type.dtype.c_type} *const {n} = ({v.type.dtype.c_type} *)"
                           f"T[{op.attrs['index']}];  /* {v.type} */")
-        self.reads = _read_counts(body)
+        self.reads = _counts(body, sources)
         tiles = [op for top in body for op in top.walk() if op.name == "tile"]
         for op in tiles:
             self.name_tile(op)
@@ -241,7 +241,7 @@ class _Program(MoreInstrs, RowRuns):
         only (a tload's through textract views too); a tmov destination, a contiguous alias
         of the same dtype and shape, by anything."""
         self.views: dict = {}       # tile -> (kind, source): "extract", "load" or "alias"
-        self.writes = _write_counts(body)
+        self.writes = _counts(body, dests)
         regions = list(_regions(body))
         for region in regions:
             for i, op in enumerate(region):
@@ -817,11 +817,11 @@ def _fusable(op) -> bool:
     return op.name == "tcvt" or (op.name.startswith("t") and op.name[1:] in O.ELEMENTWISE)
 
 
-def _read_counts(body: list) -> dict:
-    """How often each tile is read anywhere in the program."""
+def _counts(body: list, which) -> dict:
+    """How often each tile is read (which=sources) or written (which=dests) in the program."""
     out: dict = {}
     for op in _instrs(body):
-        for v in sources(op):
+        for v in which(op):
             out[v] = out.get(v, 0) + 1
     return out
 
@@ -835,15 +835,6 @@ def _reduce_ops(kind: str, sdt) -> tuple[str, str, str]:
         comb = {"max": "({x} > {acc} ? {x} : {acc})",
                 "min": "({x} < {acc} ? {x} : {acc})"}.get(kind, comb)
     return ident, comb, work
-
-
-def _write_counts(body: list) -> dict:
-    """How often each tile is written anywhere in the program."""
-    out: dict = {}
-    for op in _instrs(body):
-        for v in dests(op):
-            out[v] = out.get(v, 0) + 1
-    return out
 
 
 def _instrs(ops: list):

@@ -351,34 +351,24 @@ def _drop_unused_tiles(body: list) -> None:
             for op in top.walk():
                 if op.name not in ("tile", "for", "if"):
                     reads.update(sources(op))
-        removed = False
+        n = sum(1 for top in body for _ in top.walk())
 
-        def prune(ops):
-            nonlocal removed
-            keep = []
-            for op in ops:
-                outs = dests(op) if op.name not in ("tile", "for", "if") else None
-                if outs and not any(v in reads for v in outs):
-                    removed = True
-                    continue
-                op.regions = [prune(r) for r in op.regions]
-                keep.append(op)
-            return keep
+        def dead(op):         # an instruction none of whose results is read
+            outs = dests(op) if op.name not in ("tile", "for", "if") else None
+            return bool(outs) and not any(v in reads for v in outs)
 
-        body[:] = prune(body)
+        body[:] = _keep(body, lambda op: not dead(op))
         used = {v for top in body for op in top.walk() for v in op.operands}
-
-        def drop_tiles(ops):
-            nonlocal removed
-            out = []
-            for op in ops:
-                if op.name == "tile" and op.result not in used:
-                    removed = True
-                    continue
-                op.regions = [drop_tiles(r) for r in op.regions]
-                out.append(op)
-            return out
-
-        body[:] = drop_tiles(body)
-        if not removed:
+        body[:] = _keep(body, lambda op: op.name != "tile" or op.result in used)
+        if sum(1 for top in body for _ in top.walk()) == n:
             return
+
+
+def _keep(ops: list, pred) -> list:
+    """ops (and their regions, recursively) without the ops pred rejects."""
+    out = []
+    for op in ops:
+        if pred(op):
+            op.regions = [_keep(r, pred) for r in op.regions]
+            out.append(op)
+    return out
