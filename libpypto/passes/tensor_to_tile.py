@@ -161,11 +161,7 @@ class _Expander:
         attrs = {k: op.attrs[k] for k in ("scalar", "scalar_side") if k in op.attrs}
         name = "tcvt" if op.name == "cast" else "t" + op.name
         body.append(Op(name, [dst] + srcs, [], attrs, [], op.loc))
-        home = self.workspace(op)
-        home.valid = limit
-        self.store(body, dst, home, offs, valid, op.loc)
-        self.tile_of[op.result] = tile
-        self.kernel(op, grid, body, tile)
+        self.finish(op, body, dst, grid, tile, offs, valid, limit)
 
     def valid_of_result(self, op) -> list:
         """Valid extents of an elementwise result: the smallest of its non-broadcast operands."""
@@ -194,6 +190,15 @@ class _Expander:
                 o.append(offs[d])
         return self.load(body, v, t_shape, o, self.valid_in(v, o, t_shape))
 
+    def finish(self, op, body, dst, grid, tile, offs, valid, limit) -> None:
+        """Store the result tile into the op's workspace (valid up to limit) and emit the
+        kernel: the common end of kernels whose output tile sits at offs."""
+        home = self.workspace(op)
+        home.valid = limit
+        self.store(body, dst, home, offs, valid, op.loc)
+        self.tile_of[op.result] = tile
+        self.kernel(op, grid, body, tile)
+
     def map_kernel(self, op, limit: list, make, src: Value | None = None) -> None:
         """A kernel whose output tile at offs needs only the same tile of src (if any):
         load it, make(dst, src tile, offs) the instruction, store into a workspace."""
@@ -204,11 +209,7 @@ class _Expander:
         loaded = self.load(body, src, tile, offs, valid) if src is not None else None
         dst = _tile(body, t.dtype, tile)
         body.append(make(dst, loaded, offs))
-        home = self.workspace(op)
-        home.valid = limit
-        self.store(body, dst, home, offs, valid, op.loc)
-        self.tile_of[op.result] = tile
-        self.kernel(op, grid, body, tile)
+        self.finish(op, body, dst, grid, tile, offs, valid, limit)
 
     def x_full(self, op):
         self.map_kernel(op, list(op.result.type.shape), lambda dst, _, offs: Op(
@@ -495,11 +496,7 @@ class _Expander:
         src = self.load(body, x, s_shape, s_offs, self.valid_in(x, s_offs, s_shape))
         dst = _tile(body, out_t.dtype, tile)
         body.append(Op("ttrans", [dst, src], [], {"perm": list(perm)}, [], op.loc))
-        home = self.workspace(op)
-        home.valid = limit
-        self.store(body, dst, home, offs, valid, op.loc)
-        self.tile_of[op.result] = tile
-        self.kernel(op, grid, body, tile)
+        self.finish(op, body, dst, grid, tile, offs, valid, limit)
 
     def x_reshape(self, op):
         x = op.operands[0]
