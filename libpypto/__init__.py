@@ -7,17 +7,18 @@ from __future__ import annotations
 
 from importlib import import_module
 
-__version__ = "0.1.0"
+from .errors import RELEASE as __version__
 
 _TENSOR = "libpypto.frontend.tensor"
-_OPS = "libpypto.frontend.ops"
+_CATALOGUE = "libpypto.frontend.catalogue"
 _LAZY = {
     # op-file API (DESIGN.md section 3): declarations and control flow here, ops below
     **{n: _TENSOR for n in (
-        "jit", "Tensor", "DYNAMIC", "DYN", "STATIC", "Kernel", "SymScalar",
+        "Tensor", "DYNAMIC", "DYN", "STATIC", "SymScalar",
         "DT_FP32", "DT_FP16", "DT_BF16", "DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64",
         "DT_UINT8", "DT_BOOL", "loop", "loop_unroll", "is_loop_begin", "is_loop_end", "cond")},
-    "abs": (_OPS, "abs_"),
+    "Kernel": "libpypto.frontend.kernel",
+    "jit": "libpypto.jit",
     # library (one call per tool)
     "trace": "libpypto.driver", "lower": "libpypto.driver", "schedule": "libpypto.driver",
     "emit": "libpypto.driver", "run": "libpypto.driver", "profile": "libpypto.driver",
@@ -27,24 +28,22 @@ _LAZY = {
 
 
 _SUBMODULES = {"errors", "driver", "ir", "frontend", "passes", "sched", "codegen", "runtime",
-               "sim", "prof", "targets", "cli"}
+               "sim", "prof", "targets", "cli", "analysis"}
 
 
 def __getattr__(name: str):
     if name in _SUBMODULES:
         return import_module(f"libpypto.{name}")
     target = _LAZY.get(name)
-    if target is None:
-        if name.startswith("_"):
+    if target is not None:
+        value = getattr(import_module(target), name)
+    else:      # the op catalogue: pypto.exp, pypto.matmul, ...
+        value = import_module(_CATALOGUE).CATALOGUE.get(name)
+        if value is None:
             raise AttributeError(f"module 'libpypto' has no attribute {name!r}")
-        target = _OPS      # the op catalogue: pypto.exp, pypto.matmul, ...
-        if not hasattr(import_module(_OPS), name):
-            raise AttributeError(f"module 'libpypto' has no attribute {name!r}")
-    module, attr = target if isinstance(target, tuple) else (target, name)
-    value = getattr(import_module(module), attr)
     globals()[name] = value
     return value
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_LAZY))
+    return sorted(list(globals()) + list(_LAZY) + list(import_module(_CATALOGUE).CATALOGUE))

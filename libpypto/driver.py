@@ -68,14 +68,8 @@ def read_ir(path: str, **trace_opts) -> Document:
     """Read an IR file (msgpack or text) or trace an op file (.py)."""
     if path.endswith(".py"):
         return trace(path, **trace_opts)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror}") from None
-    return parse_ir(data, os.path.basename(path))
+    from .ir.files import read_bytes
+    return parse_ir(read_bytes(path), os.path.basename(path))
 
 
 def dump_ir(doc: Document, text: bool = False) -> bytes:
@@ -87,7 +81,7 @@ def dump_ir(doc: Document, text: bool = False) -> bytes:
 
 
 def write_ir(doc: Document, path: str, text: bool = False) -> None:
-    from .cli.io import atomic_write
+    from .ir.files import atomic_write
     atomic_write(path, dump_ir(doc, text))
 
 
@@ -172,7 +166,7 @@ def _exc_loc(exc: BaseException, path: str):
 def trace(path: str, kernel: str | None = None, consts: dict | None = None,
           bind: dict | None = None) -> Document:
     """Trace the @pypto.jit kernel of an op file into its Tensor Graph."""
-    from .frontend.tensor import find_kernels
+    from .frontend.kernel import find_kernels
     if path == "-":
         raise UsageError("pypto-trace imports its op file, so it needs a path (a .py file), "
                          "not stdin")
@@ -219,6 +213,26 @@ def lower(doc: Document, pipeline: str | None = None, target=None, instrument=No
     return run_pipeline(doc, specs, tgt, instrument)
 
 
+def instrument(**flags):
+    """The pass-pipeline instrumentation for pypto-lower's flags (pass names checked)."""
+    from .passes.pipeline import Instrument
+    return Instrument(**flags)
+
+
+def pipeline_text(doc: Document | None, passes: str | None) -> str:
+    """The pipeline lower() would run on doc (None: a tensor graph), as pasteable text."""
+    from .passes.pipeline import default_pipeline, parse_pipeline
+    specs = parse_pipeline(passes) if passes else default_pipeline(
+        doc.level if doc is not None else "tensor", "exec")
+    return ",".join(str(s) for s in specs)
+
+
+def describe_passes() -> str:
+    """The table of registered passes (pypto-lower --list-passes)."""
+    from .passes.pipeline import describe_all
+    return describe_all()
+
+
 def doc_target(doc: Document) -> str | None:
     return doc.attrs.get("target", {}).get("name")
 
@@ -231,6 +245,7 @@ def to_exec(doc: Document, target=None) -> Document:
 
 def schedule(doc: Document, target=None, bind: dict | None = None) -> Document:
     """Place tasks on the target's cores (instances and timeline when sizes are bound)."""
+    from .analysis.bind import schedule_sizes
     from .sched import schedule as sched
     from .targets import load_target
     _require_at_most(doc, "sched", "pypto-sched")
@@ -238,15 +253,7 @@ def schedule(doc: Document, target=None, bind: dict | None = None) -> Document:
     doc = to_exec(doc, tgt)
     if doc.level in ("sched",):
         doc = _strip(doc, "exec", ("schedule",))
-    env = _env_for(doc, bind)
-    return sched(doc, tgt, env)
-
-
-def _env_for(doc: Document, bind: dict | None) -> dict | None:
-    if not bind and not all(i.get("kind") == "static" for i in doc.attrs.get("symbols", {}).values()):
-        return None
-    from .runtime.data import bind as bind_symbols
-    return bind_symbols(doc, {}, bind or {})
+    return sched(doc, tgt, schedule_sizes(doc, bind))
 
 
 def _strip(doc: Document, level: str, names: tuple) -> Document:
@@ -269,14 +276,24 @@ def emit(doc: Document, backend: str = "c", target=None) -> Document:
     return emit_code(doc, backend)
 
 
-def run(doc: Document, **opts) -> Document:
-    """Compile and run on the host, verify against numpy; returns the run record."""
-    from .runtime import run_code
+def run(doc: Document, backend: str | None = None, target=None, **opts) -> Document:
+    """Compile and run on the host, verify against numpy; returns the run record.
+
+    backend: c or numpy (default: the code's own, else c); without a C compiler the numpy
+    backend runs instead, with a notice."""
+    from .runtime import code_op, resolve_backend, run_code
     _require_at_most(doc, "code", "pypto-run")
-    backend = opts.get("backend")
-    if level_index(doc.level) < level_index("code"):
-        doc = emit(doc, backend or "c", opts.get("target"))
-    return run_code(doc, **opts)
+    have = code_op(doc).attrs["backend"] if doc.level == "code" else None
+    want, notice = resolve_backend(backend or have or "c")
+    if want != have:
+        doc = emit(doc, want, target)
+    return run_code(doc, target=target, notice=notice, **opts)
+
+
+def read_arrays(doc: Document, npz: str | None, npy: dict) -> dict:
+    """Parameter arrays for a run: an .npz by parameter name, and NAME -> .npy paths."""
+    from .runtime.data import read_arrays as read
+    return read(doc, npz, npy)
 
 
 def profile(doc: Document, **opts):

@@ -1,5 +1,10 @@
-"""Exceptions the library raises; the CLI boundary (libpypto.cli) turns them into one line."""
+"""Exceptions the library raises; the CLI boundary (libpypto.cli) turns them into one line.
+
+The ground floor of the library, which is why the release number lives here too.
+"""
 from __future__ import annotations
+
+RELEASE = "0.1.0"          # libpypto.__version__; pyproject.toml's version
 
 
 class PyptoError(Exception):

@@ -3,41 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import InputError, MismatchError, UsageError
+from ..errors import MismatchError, UsageError
 from . import load_doc, parse_assignments, save_doc
-
-
-def load_arrays(inputs: str | None, single: list[str]) -> dict:
-    import numpy as np
-    out = {}
-    if inputs:
-        try:
-            with np.load(inputs, allow_pickle=False) as z:
-                out.update({k: z[k] for k in z.files})
-        except FileNotFoundError:
-            raise InputError(f"{inputs}: no such file") from None
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{inputs}: not a readable .npz ({exc})") from None
-    for name, path in parse_assignments(single, "--input", str).items():
-        try:
-            out[name] = np.load(path, allow_pickle=False)
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such file") from None
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{path}: not a readable .npy ({exc})") from None
-    return out
-
-
-def fix_dtypes(doc, arrays: dict) -> dict:
-    """bf16 arrays come back from .npy/.npz as 2-byte void or uint16: view them as bf16."""
-    from ..runtime.data import param_types
-    types = param_types(doc)
-    for k, a in arrays.items():
-        t = types.get(k)
-        if t is not None and t.dtype.name == "bf16" and a.dtype.itemsize == 2 and \
-                a.dtype.kind in "Vu":
-            arrays[k] = a.view(t.dtype.np)
-    return arrays
 
 
 def report(rec) -> str:
@@ -76,8 +43,9 @@ def run_main(src, inputs, single, bind, seed, outputs, threads, backend, verify,
         raise UsageError("--repeat must be at least 1")
     if backend not in (None, "c", "numpy"):
         raise UsageError(f"unknown backend {backend!r} (known: c, numpy)")
+    from ..driver import read_arrays
     doc = load_doc(src)
-    arrays = fix_dtypes(doc, load_arrays(inputs, single))
+    arrays = read_arrays(doc, inputs, parse_assignments(single, "--input", str))
     rec = run(doc, inputs=arrays, bind=parse_assignments(bind, "--bind"), seed=seed,
               threads=threads, backend=backend, verify=verify, outputs_path=outputs,
               repeat=repeat)

@@ -1,4 +1,4 @@
-"""More of the C renderer, mixed into c._Program.
+"""More of the C renderer, mixed into c._Program (shared helpers from c_text).
 
 MoreInstrs: the rules for tile instructions beyond copies, elementwise math, reductions and
 matmul: iota, triangle masks, tile transposes, arg-reductions, scans, row sorts, GM gathers and
@@ -10,15 +10,11 @@ from __future__ import annotations
 
 from ..ir import expr as E
 from ..ir.instr import dests, sources
+from . import c_text as c
 
 ROW_MIN = 64           # row runs need a row of at least this many elements ...
 ROW_BYTES = 65536      # ... give a tile a row of its own on the stack up to this size ...
 ROW_STACK = 262144     # ... and up to this much in all
-
-
-def _h():
-    from . import c
-    return c
 
 
 class MoreInstrs:
@@ -28,17 +24,15 @@ class MoreInstrs:
 
     @staticmethod
     def flat(shape, idx) -> str:
-        st = _h()._strides(shape)
+        st = c._strides(shape)
         return " + ".join([f"{i} * {s}" for i, s in zip(idx, st)] + ["0"])
 
     def scalar_lit(self, v, dt) -> str:
-        c = _h()
         if dt.kind == "float":
             return c._flit(v)
         return f"(int64_t)({E.to_c(v)})" if isinstance(v, E.Expr) else f"(int64_t){int(v)}"
 
     def i_tiota(self, op) -> None:
-        c = _h()
         d = op.operands[0]
         a = op.attrs
         dt = d.type.dtype
@@ -84,7 +78,7 @@ class MoreInstrs:
     def _around_dim(self, shape, d):
         """Loops over every dim but d; returns (index vars, flat base, stride of d)."""
         idx = [self.fresh() for _ in shape]
-        st = _h()._strides(shape)
+        st = c._strides(shape)
         for k, n in enumerate(shape):
             if k != d:
                 self.emit(f"for (int64_t {idx[k]} = 0; {idx[k]} < {n}; {idx[k]}++) {{")
@@ -98,7 +92,6 @@ class MoreInstrs:
             self.emit("}")
 
     def i_targreduce(self, op) -> None:
-        c = _h()
         acc_v, acc_i, src = op.operands
         a = op.attrs
         d, shape = a["dim"], src.type.shape
@@ -138,7 +131,6 @@ class MoreInstrs:
         self.emit("}")
 
     def i_tscan(self, op) -> None:
-        c = _h()
         dst, src, carry = op.operands
         a = op.attrs
         d, shape = a["dim"], src.type.shape
@@ -170,7 +162,6 @@ class MoreInstrs:
         self.emit("}")
 
     def i_tsort(self, op) -> None:
-        c = _h()
         vals, idx, src = op.operands
         a = op.attrs
         shape = src.type.shape
@@ -231,7 +222,6 @@ class MoreInstrs:
         self.emit("}")
 
     def i_tscatter(self, op) -> None:
-        c = _h()
         out, index = op.operands[0], op.operands[1]
         src = op.operands[2] if len(op.operands) > 2 else None
         a = op.attrs
@@ -275,7 +265,6 @@ class MoreInstrs:
 
     def _index_add(self, out, index, src, a, work, kind) -> None:
         """Slice j of src is added to slice index[j] of out, in index order."""
-        c = _h()
         d = a["dim"]
         dt = out.type.dtype
         oo = [self.ex(o) for o in a["out_region"]["region_offsets"]]
@@ -326,7 +315,6 @@ class RowRuns:
         the loop if nothing before it in the run touches its bytes. A GM tensor stored in
         the run is neither loaded in it nor stored twice (distinct tensors do not overlap, as
         the task graph assumes)."""
-        c = _h()
         self.row_runs: dict = {}      # first instruction -> _RowRun
         self.row_local: set = set()
         for region in c._regions(body):
@@ -454,7 +442,6 @@ class RowRuns:
     def gm_row(self, op) -> tuple[str, str]:
         """Row r of a row-mode tload/tstore: declares how many of its elements are valid
         (none for rows past the valid region), returns that and the row's GM address."""
-        c = _h()
         t, gm = op.operands
         R, C = t.type.shape
         offs = [self.ex(o) for o in op.attrs["offsets"]]
@@ -473,7 +460,6 @@ class RowRuns:
         return n, c._at(self.names[gm], terms)
 
     def row_tload(self, op) -> None:
-        c = _h()
         d, gm = op.operands
         C, dt, gdt = d.type.shape[1], d.type.dtype, gm.type.dtype
         dst = self.row_ptr(d)
@@ -491,7 +477,6 @@ class RowRuns:
         self.emit("}")
 
     def row_tstore(self, op) -> None:
-        c = _h()
         t, gm = op.operands
         dt, gdt = t.type.dtype, gm.type.dtype
         src = self.row_ptr(t)
@@ -515,7 +500,6 @@ class RowRuns:
                   f"{self.row_at(d, j)} = {self.fill_value(op)};")
 
     def row_treduce(self, op) -> None:
-        c = _h()
         dst, src = op.operands
         C = src.type.shape[1]
         kind = op.attrs["kind"]
@@ -546,7 +530,6 @@ class RowRuns:
         and the order of treduce; a store writes the values straight to GM (in streamed
         64-byte pieces when the output is big) when the run keeps nothing else. Returns how
         many instructions of rest were taken."""
-        c = _h()
         made = [op.operands[0] for op in instrs]
         taken, reds, store = 0, [], None
         for op in rest:
@@ -666,7 +649,6 @@ class _Lanes:
     as the NaN-propagating combine)."""
 
     def __init__(self, prog, red, C: int):
-        c = _h()
         self.p, (self.dst, self.src) = prog, red.operands
         self.kind = red.attrs["kind"]
         self.ident, self.comb, self.work = c._reduce_ops(self.kind, self.src.type.dtype)
@@ -685,7 +667,6 @@ class _Lanes:
             prog.emit(f"float {self.nans}[{c.ACC_LANES}] = {{0}};  /* NaNs met by each lane */")
 
     def step(self, x: str, j: str, k: str, pad: str) -> None:
-        c = _h()
         lane = f"{self.lanes}[{k}]"
         if self.split:
             cmp = {"max": ">", "min": "<"}[self.kind]
@@ -704,7 +685,6 @@ class _Lanes:
             self.p.emit(f"{pad}{target} = {e};")
 
     def close(self) -> None:
-        c = _h()
         p, k, lanes = self.p, self.k, self.lanes
         if self.split:
             nans = self.nans
@@ -730,7 +710,6 @@ def _row_role(op):
     """("row", R, C) for an instruction that works row by row on (R, C) tiles (row r of its
     result needs row r of its sources only), ("inv", 0, C) for a load of a (C,) or (1, C)
     tile (every row reads it whole), else None."""
-    c = _h()
     n = op.name
     if n in ("tload", "tstore"):
         t, g = op.operands[0].type, op.operands[1].type

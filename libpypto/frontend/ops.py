@@ -1,8 +1,6 @@
-"""The Tensor-mode op catalogue as traced functions (pypto.exp, pypto.matmul, ...).
-
-Primitives emit one tensor-level op each; composites (softmax, rms_norm, gelu, var, concat,
-one_hot, ...) are written in terms of primitives, so their lowering and their numpy meaning
-come for free and `pypto-trace -S` shows what they are made of.
+"""The Tensor-mode primitives as traced functions (pypto.exp, pypto.matmul, ...): each emits
+one tensor-level op (composites.py builds the rest from these; catalogue.py is the namespace
+op files see).
 """
 from __future__ import annotations
 
@@ -255,80 +253,6 @@ def where(condition, x, y):
     return _ew("where", condition, x, y)
 
 
-def clip(x, min=None, max=None):  # noqa: A002 -- the reference API's names
-    """Clamp into [min, max]; bounds are scalars or tensors."""
-    if min is not None:
-        x = maximum(x, min)
-    if max is not None:
-        x = minimum(x, max)
-    return x
-
-
-def ceil_div(a, b):
-    return neg(floor_div(neg(a), b))
-
-
-def round(x, decimals: int = 0):  # noqa: A001
-    """Round half to even at `decimals` places, as numpy.round."""
-    if decimals == 0:
-        return rint(x)
-    scale = 10.0 ** decimals
-    return div(rint(mul(x, scale)), scale)
-
-
-def lrelu(x, negative_slope: float = 0.01):
-    return where(lt(x, 0), mul(x, negative_slope), x)
-
-
-def prelu(x, weight):
-    """Per-channel slope along dim 1 (the last dim of a 2-D input)."""
-    if x.ndim > 2:
-        weight = reshape(weight, [weight.shape[0]] + [1] * (x.ndim - 2))
-    return where(lt(x, 0), mul(x, weight), x)
-
-
-def silu(x):
-    return mul(x, sigmoid(x))
-
-
-def gelu(x, approximate: str = "none"):
-    """GELU: 0.5 x (1 + erf(x / sqrt 2)), or the tanh form with approximate='tanh'."""
-    if approximate == "tanh":
-        inner = mul(add(x, mul(mul(mul(x, x), x), 0.044715)), math.sqrt(2.0 / math.pi))
-        return mul(mul(x, 0.5), add(tanh(inner), 1.0))
-    if approximate != "none":
-        raise _b().error(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
-    return mul(mul(x, 0.5), add(erf(mul(x, 1.0 / math.sqrt(2.0))), 1.0))
-
-
-def softmax(x, dim: int = -1):
-    m = amax(x, dim, keepdim=True)
-    e = exp(sub(x, m))
-    return div(e, sum(e, dim, keepdim=True))
-
-
-def expand_exp_dif(a, b):
-    return exp(sub(a, b))
-
-
-def rms_norm(x, gamma=None, eps: float = 1e-6):
-    """x / sqrt(mean(x^2, last dim) + eps) * gamma."""
-    y = mul(x, rsqrt(add(mean(mul(x, x), -1, keepdim=True), eps)))
-    return y if gamma is None else mul(y, gamma)
-
-
-def layer_norm(x, gamma=None, beta=None, eps: float = 1e-5):
-    """(x - mean) / sqrt(var + eps) * gamma + beta over the last dim (biased variance)."""
-    m = mean(x, -1, keepdim=True)
-    c = sub(x, m)
-    y = mul(c, rsqrt(add(mean(mul(c, c), -1, keepdim=True), eps)))
-    if gamma is not None:
-        y = mul(y, gamma)
-    if beta is not None:
-        y = add(y, beta)
-    return y
-
-
 # -- reductions and scans -------------------------------------------------------------------
 
 def sum(x, dim=None, keepdim: bool = False):  # noqa: A001
@@ -345,30 +269,6 @@ def amax(x, dim=None, keepdim: bool = False):
 
 def amin(x, dim=None, keepdim: bool = False):
     return _reduce("amin", x, dim, keepdim)
-
-
-def _count(x, dims) -> E.Ex:
-    n = 1
-    for d in dims:
-        n = E.mul(n, x.dim(d))
-    return n
-
-
-def mean(x, dim=None, keepdim: bool = False):
-    b = _b()
-    dims = _dims(b, x, dim, "mean")
-    n = _count(x, dims)
-    s = sum(x, dims, keepdim)
-    return div(s, n if isinstance(n, int) else SymScalar(n))
-
-
-def var(x, dim=None, correction: int = 1, keepdim: bool = False):
-    b = _b()
-    dims = _dims(b, x, dim, "var")
-    c = sub(x, mean(x, dims, keepdim=True))
-    n = E.sub(_count(x, dims), correction)
-    s = sum(mul(c, c), dims, keepdim)
-    return div(s, n if isinstance(n, int) else SymScalar(n))
 
 
 def _arg_reduce(name: str, x, dim, keepdim: bool):
@@ -631,12 +531,6 @@ def reshape(t, shape, valid_shape=None, inplace: bool = False):
     return _result(op)
 
 
-def unsqueeze(t, dim: int):
-    shape = list(t.type.shape)
-    dim = dim % (len(shape) + 1)
-    return reshape(t, shape[:dim] + [1] + shape[dim:])
-
-
 def permute(t, perm):
     b = _b()
     t = _tensor(t, b, "permute")
@@ -648,19 +542,6 @@ def permute(t, perm):
     op = b.emit("permute", [t.value], [TensorType(t.dtype, tuple(shape))],
                 {"perm": perm, "tile": tile})
     return _result(op)
-
-
-def transpose(t, dim0, dim1=None):
-    """Swap two dims (or, given a list, permute)."""
-    if dim1 is None:
-        return permute(t, list(dim0))
-    perm = list(range(t.ndim))
-    perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
-    return permute(t, perm)
-
-
-def clone(t):
-    return _ew("copy", t)
 
 
 def expand_clone(t, shape):
@@ -686,50 +567,6 @@ def tensor(shape, dtype: DType, name: str | None = None):
     op = b.emit("tensor", [], [TensorType(dtype, dims)], {})
     op.results[0].name = name
     return TraceTensor(op.result, memory=name)
-
-
-def concat(tensors, dim: int = 0):
-    """Concatenate along dim (assembled into a local tensor)."""
-    b = _b()
-    ts = [_tensor(t, b, "concat") for t in tensors]
-    if not ts:
-        raise b.error("concat of nothing")
-    d = _dims(b, ts[0], dim, "concat")[0]
-    shape = list(ts[0].type.shape)
-    total = 0
-    for t in ts:
-        if t.ndim != len(shape):
-            raise b.error("concat: ranks differ")
-        for i in range(len(shape)):
-            if i != d:
-                b.same(shape[i], t.type.shape[i], f"concat: dim {i} differs")
-        total = E.add(total, t.dim(d))
-    shape[d] = total
-    out = tensor(shape, ts[0].dtype)
-    off = 0
-    for t in ts:
-        assemble(t, [off if i == d else 0 for i in range(len(shape))], out)
-        off = E.add(off, t.dim(d))
-    return out
-
-
-def pad(x, pad, mode: str = "constant", value: float = 0.0):
-    """torch.nn.functional.pad, constant mode: pad = (last_lo, last_hi, prev_lo, prev_hi, ...)."""
-    b = _b()
-    if mode != "constant":
-        raise b.error(f"pad: only mode='constant' is supported, not {mode!r}")
-    if len(pad) % 2 or len(pad) // 2 > x.ndim:
-        raise b.error("pad: give (lo, hi) pairs for at most every dim, last dim first")
-    shape, offs = list(x.type.shape), [0] * x.ndim
-    for j in range(len(pad) // 2):
-        d = x.ndim - 1 - j
-        lo, hi = int(pad[2 * j]), int(pad[2 * j + 1])
-        shape[d] = E.add(E.add(shape[d], lo), hi)
-        offs[d] = lo
-    out = tensor(shape, x.dtype)
-    assemble(full(shape, value, x.dtype, strict=False), [0] * x.ndim, out)
-    assemble(x, offs, out)
-    return out
 
 
 def _tri(name: str, x, diagonal: int):
@@ -836,13 +673,6 @@ def index_add(x, dim: int, index, source, alpha=1):
     return _result(op)
 
 
-def one_hot(x, num_classes: int):
-    """int64 one-hot encoding along a new last dim."""
-    xi = unsqueeze(cast(x, I64, strict=False) if x.dtype != I64 else x, -1)
-    classes = arange(num_classes, dtype=I64)
-    return cast(eq(xi, classes), I64, strict=False)
-
-
 # -- creation -------------------------------------------------------------------------------
 
 def full(size, fill_value, dtype: DType = F32, valid_shape=None, strict: bool = False):
@@ -859,14 +689,6 @@ def full(size, fill_value, dtype: DType = F32, valid_shape=None, strict: bool = 
 
 def full_like(t, value):
     return full([1] * t.ndim, value, t.dtype)
-
-
-def zeros(size, dtype: DType = F32):
-    return full(size, 0, dtype)
-
-
-def ones(size, dtype: DType = F32):
-    return full(size, 1, dtype)
 
 
 def arange(start, end=None, step=1, dtype: DType | None = None):
@@ -890,17 +712,3 @@ def arange(start, end=None, step=1, dtype: DType | None = None):
     op = b.emit("arange", [], [TensorType(dtype, (n,))],
                 {"start": s0, "step": st, "tile": tile})
     return _result(op)
-
-
-# tensor methods: x.exp(), x.sum(-1), x.reshape([...]), ...
-METHODS = {n: globals()[n] for n in list(O.UNARY) + list(O.BINARY) if n in globals()}
-METHODS.update({"abs": abs_, "add": add, "sub": sub, "sum": sum, "prod": prod, "amax": amax,
-                "amin": amin, "mean": mean, "var": var, "argmax": argmax, "argmin": argmin,
-                "cumsum": cumsum, "cumprod": cumprod, "cast": cast, "reshape": reshape,
-                "view": view, "transpose": transpose, "permute": permute,
-                "unsqueeze": unsqueeze, "clone": clone, "expand_clone": expand_clone,
-                "softmax": softmax, "silu": silu, "gelu": gelu, "topk": topk, "sort": sort,
-                "argsort": argsort, "gather": gather, "index_select": index_select,
-                "scatter": scatter, "index_add": index_add, "tril": tril, "triu": triu,
-                "clip": clip, "where": lambda x, c, y: where(c, x, y), "round": round,
-                "max": amax, "min": amin, "to": cast, "astype": cast})

@@ -106,6 +106,18 @@ def default_pipeline(from_level: str, to_level: str) -> list[PassSpec]:
     return out
 
 
+def describe_all() -> str:
+    """The --list-passes table: name, levels, summary, options with their defaults."""
+    from tabulate import tabulate
+    rows = []
+    for name in sorted(PASSES):
+        src, dst, _ = PASSES[name]
+        opts = ", ".join(f"{k}={str(default).lower() if isinstance(default, bool) else default}"
+                         for k, (_, default) in pass_options(name).items())
+        rows.append([name, f"{src} -> {dst}", describe(name), opts])
+    return tabulate(rows, headers=["pass", "levels", "what it does", "options"], tablefmt="plain")
+
+
 @dataclass
 class Instrument:
     """What the runner does around each pass (set from the tool's flags)."""
@@ -117,6 +129,23 @@ class Instrument:
     stop_after: str | None = None
     sink: object = None              # callable(str) for printed IR, default stderr
     timings: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.stop_after is not None and self.stop_after not in PASSES:
+            raise UsageError(f"--stop-after: unknown pass {self.stop_after!r} "
+                             f"(known: {', '.join(sorted(PASSES))})")
+        for name in self.print_after:
+            if name not in PASSES:
+                raise UsageError(f"--print-after: unknown pass {name!r}")
+
+    def timing_table(self) -> str:
+        """The --time-passes table (ms and share per pass, then the total)."""
+        from tabulate import tabulate
+        total = sum(t for _, t in self.timings) or 1.0
+        rows = [[n, f"{t * 1e3:.3f}", f"{100 * t / total:.1f}"] for n, t in self.timings]
+        rows.append(["total", f"{total * 1e3:.3f}", "100.0"])
+        return tabulate(rows, headers=["pass", "ms", "%"], tablefmt="plain",
+                        disable_numparse=True) + "\n"
 
 
 def run_pipeline(doc, specs: list[PassSpec], target, inst: Instrument | None = None):

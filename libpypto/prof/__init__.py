@@ -6,7 +6,7 @@ import json
 
 def profile(doc, chrome: str | None = None, svg: str | None = None, fmt: str = "simple") -> str:
     """The report text; writes the Chrome trace and the SVG swimlane when paths are given."""
-    from ..cli.io import atomic_write
+    from ..ir.files import atomic_write
     text = tables(doc, fmt)
     if chrome:
         atomic_write(chrome, json.dumps(chrome_trace(doc), indent=1, sort_keys=True).encode())

@@ -1,93 +1,15 @@
-"""Kernel data: bind symbolic dims from arrays, generate missing inputs, compare outputs."""
+"""Kernel data: generate missing inputs, compare outputs with the reference."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UsageError
-from ..ir import expr as E
-from ..ir.types import TensorType
+from ..analysis.bind import concrete_shape, param_roles, param_types
+from ..errors import InputError, UsageError
 
 # (rtol, atol) per output dtype. The absolute part grows with the output's RMS (atol + rtol *
 # rms(reference)): sums and matmuls accumulate in a different order than numpy, and an output
 # that cancels to near zero carries the error of its large terms, not of its own size.
 TOLERANCE = {"f32": (1e-4, 1e-5), "f16": (1e-2, 1e-3), "bf16": (4e-2, 1e-2)}
-
-
-def param_types(doc) -> dict[str, TensorType]:
-    """Kernel parameters in order: name -> tensor type (from the tensor graph or gm ops)."""
-    out = {}
-    for op in _source_ops(doc):
-        if op.name == "param":
-            out[op.result.name] = op.result.type
-    return out
-
-
-def param_roles(doc) -> dict[str, str]:
-    return {op.result.name: op.attrs.get("role", "input")
-            for op in _source_ops(doc) if op.name == "param"}
-
-
-def _source_ops(doc):
-    for op in doc.body:
-        if op.name == "source":
-            return op.regions[0]
-    return doc.body
-
-
-def bind(doc, arrays: dict, explicit: dict | None = None) -> dict[str, int]:
-    """Size of every symbol, from explicit bindings and the given arrays, checked for agreement."""
-    symbols = doc.attrs.get("symbols", {})
-    env: dict[str, int] = {}
-    explicit = dict(explicit or {})
-    for name, val in explicit.items():
-        if name not in symbols:
-            known = ", ".join(sorted(symbols)) or "none"
-            raise UsageError(f"--bind {name}: the kernel has no symbol {name!r} (symbols: {known})")
-        if int(val) < 0:
-            raise UsageError(f"--bind {name}={val}: sizes cannot be negative")
-        env[name] = int(val)
-    types = param_types(doc)
-    for pname, arr in arrays.items():
-        t = types.get(pname)
-        if t is None:
-            continue
-        if arr.ndim != t.rank:
-            raise UsageError(f"input {pname}: rank {arr.ndim} array for a rank-{t.rank} parameter "
-                             f"{t}")
-    for name, info in symbols.items():
-        for pname, axis in info.get("dims", []):
-            if pname in arrays:
-                size = int(arrays[pname].shape[axis])
-                if name in env and env[name] != size and info.get("kind") != "static":
-                    raise UsageError(f"{pname}.shape[{axis}] is {size} but {name} is {env[name]}")
-                env.setdefault(name, size)
-        if info.get("kind") == "static":
-            env.setdefault(name, info["value"])
-    for dropped, keep in doc.attrs.get("constraints", []):
-        try:
-            want = E.evaluate(keep, env)
-        except E.UnboundSymbol:
-            continue
-        if dropped in env and env[dropped] != want:
-            dims = symbols.get(dropped, {}).get("dims", [])
-            where = f"{dims[0][0]}.shape[{dims[0][1]}]" if dims else dropped
-            raise UsageError(f"{where} is {env[dropped]} but must equal {E.to_str(keep)} = {want}")
-        env.setdefault(dropped, want)
-    for pname, t in types.items():
-        for axis, d in enumerate(t.shape):
-            try:
-                size = E.evaluate(d, env)
-            except E.UnboundSymbol as u:
-                raise UsageError(f"symbol {u.name} (dim {axis} of {pname}) has no size: pass an "
-                                 f"input for {pname} or --bind {u.name}=N") from None
-            if pname in arrays and arrays[pname].shape[axis] != size:
-                raise UsageError(f"input {pname} has shape {tuple(arrays[pname].shape)}, "
-                                 f"expected {_concrete(t, env)}")
-    return env
-
-
-def _concrete(t: TensorType, env) -> tuple:
-    return tuple(int(E.evaluate(d, env)) for d in t.shape)
 
 
 def prepare(doc, given: dict, env: dict, seed: int = 0) -> dict[str, np.ndarray]:
@@ -96,7 +18,7 @@ def prepare(doc, given: dict, env: dict, seed: int = 0) -> dict[str, np.ndarray]
     rng = np.random.default_rng(seed)
     out = {}
     for pname, t in types.items():
-        shape = _concrete(t, env)
+        shape = concrete_shape(t, env)
         if pname in given:
             arr = np.asarray(given[pname])
             if arr.dtype != t.dtype.np:
@@ -151,3 +73,31 @@ def np_dtype(name: str):
         import ml_dtypes
         return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(name)
+
+
+def read_arrays(doc, npz: str | None, npy: dict) -> dict:
+    """Parameter arrays from an .npz (by name) and .npy files (name -> path); bf16 arrays,
+    which come back from numpy files as 2-byte void or uint16, are viewed as bf16."""
+    out = {}
+    if npz:
+        try:
+            with np.load(npz, allow_pickle=False) as z:
+                out.update({k: z[k] for k in z.files})
+        except FileNotFoundError:
+            raise InputError(f"{npz}: no such file") from None
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{npz}: not a readable .npz ({exc})") from None
+    for name, path in npy.items():
+        try:
+            out[name] = np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file") from None
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{path}: not a readable .npy ({exc})") from None
+    types = param_types(doc)
+    for k, a in out.items():
+        t = types.get(k)
+        if t is not None and t.dtype.name == "bf16" and a.dtype.itemsize == 2 and \
+                a.dtype.kind in "Vu":
+            out[k] = a.view(t.dtype.np)
+    return out

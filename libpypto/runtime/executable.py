@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from ..errors import PyptoError
-from .expand import Expansion, expand
+from ..analysis.expand import Expansion, expand
 
 
 class Plan:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import heapq
 
+from ..analysis.expand import expand
+from ..analysis.work import formal_scalars, trip_count
 from ..errors import UsageError
 from ..ir import expr as E
 from ..ir.core import Document, Op, copy_doc
@@ -52,7 +54,6 @@ def _lanes(cores: dict) -> list[str]:
 
 
 def _place(doc, tasks, programs, target, env, lanes, attrs) -> None:
-    from ..runtime.expand import expand
     exp = expand(doc, env)
     costs = [task_cost(programs[tasks[lc.task].attrs["program"]], lc.scalars, target)
              for lc in exp.launches]
@@ -84,16 +85,9 @@ def _place(doc, tasks, programs, target, env, lanes, attrs) -> None:
     attrs["makespan_us"] = round(max(end, default=0.0) * 1e6, 3)
 
 
-def _formal(prog: Op, scalars) -> dict:
-    """Program scalar values of a launch, from the first row of its S matrix."""
-    g = prog.attrs["grid_rank"]
-    row = scalars[0] if len(scalars) else []
-    return {s: int(row[g + i]) for i, s in enumerate(prog.attrs["scalars"])} if len(row) else {}
-
-
 def task_cost(prog: Op, scalars, target) -> float:
     """Predicted seconds for one instance of a launch (its program at full tiles)."""
-    formal = _formal(prog, scalars)
+    formal = formal_scalars(prog, scalars)
     clock = float(target["clock_ghz"]) * 1e9
     comp = target["compute"]
     total = float(target.data.get("task_overhead_us", 0.0)) * 1e-6
@@ -102,10 +96,8 @@ def task_cost(prog: Op, scalars, target) -> float:
         t = 0.0
         for op in ops:
             if op.name == "for":
-                a = op.attrs
                 try:
-                    trips = max(0, -(-(E.evaluate(a["stop"], formal) - E.evaluate(a["start"], formal))
-                                     // E.evaluate(a["step"], formal)))
+                    trips = trip_count(op.attrs, formal)
                 except E.UnboundSymbol:
                     trips = 1
                 t += walk(op.regions[0], mult * trips)
@@ -138,31 +130,3 @@ def instr_cost(op: Op, target, clock: float, comp: dict) -> float:
         return (float(comp.get("cube_startup_cycles", 0)) + 2.0 * m * nn * k / rate) / clock
     src_bytes = max((t.nbytes for t in tiles), default=0)
     return (float(comp["vector_op_cycles"]) + src_bytes / float(comp["vector_bytes_per_cycle"])) / clock
-
-
-def task_work(prog: Op, task: Op, scalars) -> tuple[int, int]:
-    """GM bytes moved and FLOPs done by a launch (full tiles, loops at their trip counts)."""
-    formal = _formal(prog, scalars)
-    n = len(scalars)
-
-    def walk(ops, mult: int) -> tuple[int, int]:
-        b = f = 0
-        for op in ops:
-            if op.name == "for":
-                a = op.attrs
-                trips = max(0, -(-(E.evaluate(a["stop"], formal) - E.evaluate(a["start"], formal))
-                                 // E.evaluate(a["step"], formal)))
-                bb, ff = walk(op.regions[0], mult * trips)
-                b, f = b + bb, f + ff
-            elif op.name in ("tload", "tstore"):
-                b += mult * op.operands[0].type.nbytes
-            elif op.name == "tmatmul":
-                _, a_t, b_t = (v.type for v in op.operands)
-                f += mult * 2 * a_t.shape[0] * a_t.shape[1] * b_t.shape[1]
-            elif op.attrs.get("pipe") == "V" and op.operands:
-                t0 = op.operands[0].type
-                f += mult * (t0.nbytes // t0.dtype.itemsize)
-        return b, f
-
-    b, f = walk(prog.regions[0], 1)
-    return b * n, f * n

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import libpypto as pypto
+from libpypto.analysis import bind as B
 from libpypto.runtime import data as D
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -45,9 +46,9 @@ def test_example_matches_reference(name, backend):
     m, doc, a = run_example(name, backend)
     assert a["verdict"] == "pass", a["checks"]
     # independently: the example's own numpy reference on the same generated inputs
-    env = D.bind(doc, {}, m.EXAMPLE["bind"])
+    env = B.bind(doc, {}, m.EXAMPLE["bind"])
     inputs = D.prepare(doc, {}, env, seed=1)
-    roles = D.param_roles(doc)
+    roles = B.param_roles(doc)
     ins = {k: v for k, v in inputs.items() if roles[k] == "input"}
     want = m.reference(**ins)
     got = outputs_of(a)

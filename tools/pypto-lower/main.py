@@ -32,7 +32,8 @@ def lower(
     stop_after: Optional[str] = typer.Option(None, "--stop-after", help="stop after this pass"),
 ) -> None:
     """Lower SRC through a pass pipeline and write the result."""
-    from libpypto.cli.lower import describe_passes, input_for_pipeline, lower_main
+    from libpypto.cli.lower import input_for_pipeline, lower_main
+    from libpypto.driver import describe_passes
     if list_passes:
         typer.echo(describe_passes())
         return

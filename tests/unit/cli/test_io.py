@@ -10,7 +10,8 @@ import typer
 
 from libpypto import errors
 from libpypto.cli import literal, parse_assignments, run_tool
-from libpypto.cli.io import atomic_write, read_input, write_output
+from libpypto.cli.io import read_input, write_output
+from libpypto.ir.files import atomic_write
 from libpypto.errors import (CompileError, InputError, MismatchError, PyptoError, UsageError,
                              VerifyError)
 

@@ -1,0 +1,111 @@
+"""The op catalogue as op files see it (pypto.exp, pypto.softmax, ...), and the tensor methods
+and Python operators of traced tensors (x.exp(), x + y, y[:] = ...), installed on import.
+"""
+from __future__ import annotations
+
+import inspect
+
+from ..ir import ops as O
+from . import composites, ops
+from .tensor import TraceTensor, _b, fmt_shape, scalar_expr, slice_key
+
+
+def _catalogue() -> dict:
+    """Every public function the two modules define (the generated elementwise ones too)."""
+    out = {}
+    for m in (ops, composites):
+        for n, v in vars(m).items():
+            if not n.startswith("_") and inspect.isfunction(v) and v.__module__ == m.__name__:
+                out[n] = v
+    out["abs"] = ops.abs_
+    return out
+
+
+CATALOGUE = _catalogue()       # pypto.<name> for every name here
+
+# tensor methods: x.exp(), x.sum(-1), x.reshape([...]), ...
+METHODS = {n: getattr(ops, n) for n in list(O.UNARY) + list(O.BINARY) if hasattr(ops, n)}
+METHODS.update({"abs": ops.abs_, "add": ops.add, "sub": ops.sub, "sum": ops.sum,
+                "prod": ops.prod, "amax": ops.amax, "amin": ops.amin, "mean": composites.mean,
+                "var": composites.var, "argmax": ops.argmax, "argmin": ops.argmin,
+                "cumsum": ops.cumsum, "cumprod": ops.cumprod, "cast": ops.cast,
+                "reshape": ops.reshape, "view": ops.view, "transpose": composites.transpose,
+                "permute": ops.permute, "unsqueeze": composites.unsqueeze,
+                "clone": composites.clone, "expand_clone": ops.expand_clone,
+                "softmax": composites.softmax, "silu": composites.silu, "gelu": composites.gelu,
+                "topk": ops.topk, "sort": ops.sort, "argsort": ops.argsort, "gather": ops.gather,
+                "index_select": ops.index_select, "scatter": ops.scatter,
+                "index_add": ops.index_add, "tril": ops.tril, "triu": ops.triu,
+                "clip": composites.clip, "where": lambda x, c, y: ops.where(c, x, y),
+                "round": composites.round, "max": ops.amax, "min": ops.amin, "to": ops.cast,
+                "astype": ops.cast})
+
+_OPERATORS = {"__add__": ("add", False), "__radd__": ("add", True), "__sub__": ("sub", False),
+              "__rsub__": ("sub", True), "__mul__": ("mul", False), "__rmul__": ("mul", True),
+              "__truediv__": ("div", False), "__rtruediv__": ("div", True),
+              "__floordiv__": ("floor_div", False), "__rfloordiv__": ("floor_div", True),
+              "__mod__": ("remainder", False), "__rmod__": ("remainder", True),
+              "__pow__": ("pow", False), "__rpow__": ("pow", True),
+              "__and__": ("bitwise_and", False), "__rand__": ("bitwise_and", True),
+              "__or__": ("bitwise_or", False), "__ror__": ("bitwise_or", True),
+              "__xor__": ("bitwise_xor", False), "__rxor__": ("bitwise_xor", True),
+              "__lshift__": ("bitwise_left_shift", False),
+              "__rshift__": ("bitwise_right_shift", False),
+              "__lt__": ("lt", False), "__le__": ("le", False), "__gt__": ("gt", False),
+              "__ge__": ("ge", False), "__eq__": ("eq", False), "__ne__": ("ne", False)}
+
+
+def _binop(name: str, swap: bool):
+    fn = getattr(ops, name)
+    return (lambda s, o: fn(o, s)) if swap else (lambda s, o: fn(s, o))
+
+
+def _getattr(self, name):
+    # tensor methods mirror the functions: x.exp(), x.sum(-1), x.transpose(0, 1), ...
+    fn = METHODS.get(name)
+    if fn is None:
+        raise AttributeError(f"pypto tensors have no attribute {name!r}")
+    return lambda *a, **k: fn(self, *a, **k)
+
+
+def _getitem(self, key):
+    offsets, shape = slice_key(self, key)
+    return ops.view(self, shape, offsets)
+
+
+def _setitem(self, key, value):
+    b = _b()
+    offsets, shape = slice_key(self, key)
+    if not isinstance(value, TraceTensor):
+        if scalar_expr(value) is None and not isinstance(value, float):
+            raise b.error(f"only tensors and scalars can be written into "
+                          f"{self.memory or 'a tensor'} (got {type(value).__name__})")
+        value = ops.full(shape, value, self.dtype)
+    if value.ndim != len(shape):
+        raise b.error(f"cannot write a rank-{value.ndim} tensor into a rank-{len(shape)} "
+                      f"region of {self.memory or 'a tensor'}")
+    for i, (d, s) in enumerate(zip(value.type.shape, shape)):
+        b.same(d, s, f"writing {value.type} into region {fmt_shape(shape)} of "
+                     f"{self.memory or 'a tensor'}: dim {i} differs")
+    ops.assemble(value, offsets, self)
+
+
+def _matmul_operator(s, o):
+    raise _b().error("use pypto.matmul(a, b, out_dtype) rather than @ (the output dtype is "
+                     "part of a matmul)")
+
+
+def _install() -> None:
+    for dunder, (name, swap) in _OPERATORS.items():
+        setattr(TraceTensor, dunder, _binop(name, swap))
+    TraceTensor.__neg__ = lambda s: ops.neg(s)
+    TraceTensor.__abs__ = lambda s: ops.abs_(s)
+    TraceTensor.__invert__ = lambda s: ops.bitwise_not(s)
+    TraceTensor.__hash__ = object.__hash__
+    TraceTensor.__matmul__ = _matmul_operator
+    TraceTensor.__getattr__ = _getattr
+    TraceTensor.__getitem__ = _getitem
+    TraceTensor.__setitem__ = _setitem
+
+
+_install()

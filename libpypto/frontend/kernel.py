@@ -1,0 +1,293 @@
+"""Kernels: a function with tensor parameter annotations, traced into a Tensor Graph.
+
+Tracing runs the function once per path of runtime branches (see tensor.py) and merges the
+paths into one document with `if` regions where they part.
+"""
+from __future__ import annotations
+
+import dis
+import inspect
+import os
+
+from .. import errors
+from ..errors import CompileError
+from ..ir import expr as E
+from ..ir.core import Document, Loc, Op, Value
+from ..ir.types import TensorType
+from . import catalogue  # noqa: F401 -- installs the traced tensors' operators and methods
+from .tensor import MAX_PATHS, STATIC, TensorSpec, TraceTensor, _Builder, _current, _PKG_DIR
+
+
+# -- kernels --------------------------------------------------------------------------------
+
+class Kernel:
+    """A kernel function with its parameter annotations, traceable into a Tensor Graph.
+    @pypto.jit makes one (libpypto.jit.JitKernel, which also runs when called)."""
+
+    def __init__(self, fn, **options):
+        self.fn = fn
+        self.options = dict(options)     # backend, target, threads
+        self.compiles = 0                # artifacts built so far (tests check the cache)
+        self.last_run = None
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        sig = inspect.signature(fn)
+        if any(isinstance(p.annotation, str) for p in sig.parameters.values()):
+            # `from __future__ import annotations` turns annotations into strings
+            try:
+                sig = inspect.signature(fn, eval_str=True)
+            except Exception as exc:
+                raise TypeError(f"{self.name}: cannot evaluate the parameter annotations "
+                                f"({type(exc).__name__}: {exc}); with `from __future__ import "
+                                f"annotations` they must only use module-level names") from None
+        self.tensor_params: list[tuple[str, TensorSpec]] = []
+        self.const_params: list[inspect.Parameter] = []
+        for p in sig.parameters.values():
+            ann = p.annotation
+            if isinstance(ann, TensorSpec):
+                if self.const_params:
+                    raise TypeError(f"{self.name}: tensor parameter {p.name!r} after a "
+                                    f"non-tensor parameter; tensors come first")
+                self.tensor_params.append((p.name, ann))
+            else:
+                self.const_params.append(p)
+        self._cache: dict = {}
+
+    def __repr__(self) -> str:
+        return f"<pypto kernel {self.name}>"
+
+    def trace(self, consts: dict | None = None, static: dict | None = None) -> Document:
+        return trace_kernel(self, consts or {}, static or {})
+
+
+def trace_kernel(k: Kernel, consts: dict, static: dict) -> Document:
+    """Trace every path of the kernel and merge them into one Tensor Graph document."""
+    op_file = os.path.basename(inspect.getsourcefile(k.fn) or "<unknown>")
+    const_vals = _bind_consts(k, consts)
+    decisions: list = []
+    merged, first = None, None
+    npaths = 0
+    while True:
+        b = _trace_path(k, op_file, const_vals, static, list(decisions))
+        npaths += 1
+        if first is None:
+            first, merged = b, b.regions[0]
+        else:
+            _merge_region(merged, b.regions[0], {})
+            first.written |= b.written
+            first.constraints += [c for c in b.constraints if c not in first.constraints]
+            first.subst.update(b.subst)
+        d = list(b.decisions)
+        while d and d[-1] is False:
+            d.pop()
+        if not d:
+            break
+        d[-1] = False
+        decisions = d
+        if npaths >= MAX_PATHS:
+            raise CompileError(f"{k.name}: more than {MAX_PATHS} runtime branch combinations; "
+                               f"reduce the number of symbolic `if`s or unroll factors")
+    _check_no_markers(merged)
+    b = first
+    for p in merged:
+        if p.name == "param":
+            p.attrs["role"] = "output" if p.result.name in b.written else "input"
+    _warn_rebound(k, b)
+    doc = Document("tensor", merged)
+    _normalise(doc, b)
+    doc.attrs = {"kernel": k.name, "file": op_file,
+                 "params": [n for n, _ in k.tensor_params],
+                 "symbols": b.symbols, "constraints": b.constraints,
+                 "consts": {n: v for n, v in const_vals.items() if _is_plain(v)}}
+    return doc
+
+
+def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisions: list):
+    b = _Builder(op_file, decisions)
+    args, symbols = [], {}
+    lines = _param_lines(k.fn)
+    for idx, (pname, spec) in enumerate(k.tensor_params):
+        shape = []
+        for axis, d in enumerate(spec.shape):
+            if isinstance(d, int):
+                shape.append(d)
+                continue
+            sname = d if isinstance(d, str) else f"{pname}_{axis}"
+            if d is STATIC:
+                if sname not in static:
+                    raise CompileError(f"{pname} dim {axis} is STATIC: give its size "
+                                       f"(--bind {sname}=N)")
+                shape.append(int(static[sname]))
+                symbols.setdefault(sname, {"kind": "static", "value": int(static[sname]),
+                                           "dims": []})["dims"].append([pname, axis])
+                continue
+            kind = "named" if isinstance(d, str) else "dynamic"
+            symbols.setdefault(sname, {"kind": kind, "dims": []})["dims"].append([pname, axis])
+            shape.append(E.sym(sname))
+        v = Value(TensorType(spec.dtype, tuple(shape)), pname)
+        b.regions[0].append(Op("param", [], [v], {"index": idx}, [], Loc(op_file, lines[pname])))
+        args.append(TraceTensor(v, memory=pname, is_param=True))
+    b.symbols = symbols
+    _current.append(b)
+    try:
+        k.fn(*args, **const_vals)
+    except errors.PyptoError:
+        raise
+    except RecursionError:
+        raise CompileError(f"{k.name}: tracing recursed too deeply") from None
+    except Exception as exc:
+        raise CompileError(f"{k.name} raised {type(exc).__name__} while tracing: {exc}",
+                           _user_loc(exc)) from None
+    finally:
+        _current.pop()
+    return b
+
+
+def _param_lines(fn) -> dict:
+    """Line of each parameter in the def (the function's first line where unknown)."""
+    import ast
+    import textwrap
+    first = fn.__code__.co_firstlineno
+    out = {n: first for n in fn.__code__.co_varnames[:fn.__code__.co_argcount]}
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return out
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == fn.__name__:
+            for a in node.args.args:
+                out[a.arg] = first + a.lineno - 1
+            break
+    return out
+
+
+# -- merging paths --------------------------------------------------------------------------
+
+def _same_op(a: Op, b: Op, vm: dict) -> bool:
+    if a.name != b.name or a.loc != b.loc or len(a.operands) != len(b.operands):
+        return False
+    if [vm.get(v, v) for v in b.operands] != a.operands:
+        return False
+    if [r.type for r in a.results] != [r.type for r in b.results]:
+        return False
+    if [r.name for r in a.results] != [r.name for r in b.results]:
+        return False
+    return a.attrs == b.attrs
+
+
+def _remap(ops: list, vm: dict) -> list:
+    for top in ops:
+        for op in top.walk():
+            op.operands = [vm.get(v, v) for v in op.operands]
+    return ops
+
+
+def _merge_region(a_ops: list, b_ops: list, vm: dict) -> None:
+    """Merge path b into the merged graph a (a region list, edited in place)."""
+    i = 0
+    while i < len(b_ops):
+        bo = b_ops[i]
+        if i >= len(a_ops):
+            a_ops.extend(_remap(b_ops[i:], vm))
+            return
+        ao = a_ops[i]
+        if bo.name == "branch" and ao.name == "if" and ao.attrs["cond"] == bo.attrs["cond"] \
+                and ao.attrs.get("id") == bo.attrs["id"]:
+            side = ao.regions[0 if bo.attrs["taken"] else 1]
+            _merge_region(side, b_ops[i + 1:], vm)
+            return
+        if bo.name == "branch" and ao.name == "branch" and ao.attrs["id"] == bo.attrs["id"]:
+            if ao.attrs["taken"] == bo.attrs["taken"]:
+                i += 1
+                continue
+            rest_a, rest_b = a_ops[i + 1:], _remap(b_ops[i + 1:], vm)
+            then, other = (rest_a, rest_b) if ao.attrs["taken"] else (rest_b, rest_a)
+            a_ops[i:] = [Op("if", [], [], {"cond": ao.attrs["cond"], "id": ao.attrs["id"]},
+                            [then, other], ao.loc)]
+            return
+        if not _same_op(ao, bo, vm):
+            raise CompileError(f"the traced paths of the kernel differ at {bo.name} (line "
+                               f"{bo.loc.line if bo.loc else '?'}) without a runtime branch "
+                               f"before it: does the kernel depend on state outside the "
+                               f"trace (a counter, randomness)?", bo.loc)
+        for ra, rb in zip(ao.results, bo.results):
+            vm[rb] = ra
+        for ra, rb in zip(ao.regions, bo.regions):
+            _merge_region(ra, rb, vm)
+        i += 1
+
+
+def _check_no_markers(ops: list) -> None:
+    for top in ops:
+        for op in top.walk():
+            if op.name == "branch":
+                raise CompileError("internal error: a runtime branch was not resolved", op.loc)
+            if op.name == "if":
+                op.attrs.pop("id", None)
+
+
+# -- finishing ------------------------------------------------------------------------------
+
+def _is_plain(v) -> bool:
+    return isinstance(v, (int, float, str, bool)) or v is None
+
+
+def _bind_consts(k: Kernel, consts: dict) -> dict:
+    out = {}
+    known = {p.name for p in k.const_params}
+    for name in consts:
+        if name not in known:
+            raise errors.UsageError(f"{k.name} has no constant parameter {name!r} "
+                                    f"(constants: {', '.join(sorted(known)) or 'none'})")
+    for p in k.const_params:
+        if p.name in consts:
+            out[p.name] = consts[p.name]
+        elif p.default is not inspect.Parameter.empty:
+            out[p.name] = p.default
+        else:
+            raise errors.UsageError(f"{k.name}: constant parameter {p.name!r} has no default; "
+                                    f"give it with --const {p.name}=VALUE")
+    return out
+
+
+def _user_loc(exc: BaseException) -> Loc | None:
+    tb, loc = exc.__traceback__, None
+    while tb is not None:
+        fn = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if not fn.startswith(_PKG_DIR + os.sep):
+            loc = Loc(os.path.basename(fn), tb.tb_lineno)
+        tb = tb.tb_next
+    return loc
+
+
+def _warn_rebound(k: Kernel, b: _Builder) -> None:
+    """Warn about `y = expr` on a tensor parameter: it rebinds the name and writes nothing."""
+    names = {n for n, _ in k.tensor_params}
+    line = None
+    for ins in dis.get_instructions(k.fn):
+        if ins.starts_line is not None:
+            line = ins.starts_line
+        if ins.opname in ("STORE_FAST", "STORE_NAME") and ins.argval in names \
+                and ins.argval not in b.written:
+            errors.warn(f"assigning to parameter '{ins.argval}' rebinds the name and writes "
+                        f"nothing; write into it with {ins.argval}[:] = ...",
+                        Loc(b.op_file, line) if line else None)
+
+
+def _normalise(doc: Document, b: _Builder) -> None:
+    """Apply the final symbol unification to every type and attribute."""
+    if not b.subst:
+        return
+    for op in doc.walk():
+        for v in op.results:
+            t = v.type
+            if isinstance(t, TensorType):
+                v.type = TensorType(t.dtype, tuple(b.norm(d) for d in t.shape))
+        op.attrs = E.substitute_attrs(op.attrs, b.subst)
+
+
+def find_kernels(module) -> list[Kernel]:
+    return [v for v in vars(module).values() if isinstance(v, Kernel)]
+
+

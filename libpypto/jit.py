@@ -1,0 +1,131 @@
+"""The in-process JIT: call a kernel with arrays, compile once per signature, run in place.
+
+    @pypto.jit
+    def softmax(x: pypto.Tensor[[pypto.DYNAMIC, 1024], pypto.DT_FP32], y: ...): ...
+    softmax(x, y)
+
+The signature is what changes the compiled artifact: parameter dtypes, the sizes of STATIC
+dims, the constant parameters, the backend, the target and the pypto version. DYNAMIC and
+named dims are not part of it: one artifact serves every size. Tracing, lowering, emitting
+and loading go through exactly the tools' library calls (driver.lower, schedule, emit and
+runtime.load); compiled C is also cached on disk by content.
+"""
+from __future__ import annotations
+
+import sys
+import types
+
+from .errors import PyptoError, UsageError
+from .frontend.kernel import Kernel
+from .frontend.tensor import STATIC
+
+
+class JitKernel(Kernel):
+    """A traceable kernel that also runs when called with arrays."""
+
+    def __call__(self, *args, **kwargs):
+        return call_kernel(self, args, kwargs)
+
+
+def jit(fn=None, **options):
+    """Decorator: @pypto.jit or @pypto.jit(backend=..., target=..., threads=...)."""
+    if fn is None:
+        return lambda f: JitKernel(f, **options)
+    return JitKernel(fn)
+
+
+class Compiled:
+    """One signature's artifact: the code-level document and its executable."""
+
+    def __init__(self, k: Kernel, consts: dict, static: dict, backend: str):
+        from .driver import emit, lower, schedule
+        from .runtime import load, resolve_backend
+        backend, _ = resolve_backend(backend)
+        target = k.options.get("target")
+        doc = k.trace(consts, static)
+        self.doc = emit(schedule(lower(doc, None, target), target), backend)
+        self.exe = load(self.doc)
+
+
+def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None) -> None:
+    """Compile k for the signature of args (once), run it, write the outputs in place."""
+    import numpy as np
+
+    from .errors import RELEASE
+    from .analysis.bind import run_sizes
+    from .targets import host_cpus
+    tensors = _tensor_args(k, args)
+    consts = _const_args(k, args[len(k.tensor_params):], kwargs)
+    static = {f"{name}_{axis}": int(tensors[name].shape[axis])
+              for name, spec in k.tensor_params
+              for axis, d in enumerate(spec.shape) if d is STATIC}
+    backend = k.options.get("backend") or "c"
+    key = (tuple((n, str(a.dtype)) for n, a in tensors.items()),
+           tuple(sorted(static.items())), tuple(sorted((n, repr(v)) for n, v in consts.items())),
+           backend, k.options.get("target"), RELEASE)
+    comp = k._cache.get(key)
+    if comp is None:
+        comp = k._cache[key] = Compiled(k, consts, static, backend)
+        k.compiles += 1
+    # contiguous buffers to run on; outputs are copied back where the caller's were not
+    work = {n: (a if a.flags.c_contiguous and a.flags.writeable else np.ascontiguousarray(a))
+            for n, a in tensors.items()}
+    plan = comp.exe.plan(run_sizes(comp.doc, work))
+    k.last_run = comp.exe(plan, work, threads or k.options.get("threads") or host_cpus())
+    for n, a in tensors.items():
+        if work[n] is not a:
+            try:
+                a[...] = work[n]
+            except ValueError:
+                raise PyptoError(f"{k.name}(): cannot write output {n} back into a read-only "
+                                 f"array") from None
+
+
+def _tensor_args(k: Kernel, args: tuple) -> dict:
+    nt = len(k.tensor_params)
+    if len(args) < nt:
+        missing = ", ".join(n for n, _ in k.tensor_params[len(args):])
+        raise UsageError(f"{k.name}() missing tensor argument(s): {missing}")
+    tensors = {}
+    for (name, spec), a in zip(k.tensor_params, args[:nt]):
+        arr = _as_array(a, name)
+        if arr.dtype != spec.dtype.np:
+            raise UsageError(f"{k.name}(): {name} has dtype {arr.dtype}, the kernel declares "
+                             f"{spec.dtype.np_name}")
+        if arr.ndim != len(spec.shape):
+            raise UsageError(f"{k.name}(): {name} has {arr.ndim} dims, the kernel declares "
+                             f"{len(spec.shape)}")
+        tensors[name] = arr
+    return tensors
+
+
+def _const_args(k: Kernel, rest: tuple, kwargs: dict) -> dict:
+    consts = {p.name: v for p, v in zip(k.const_params, rest)}
+    for name, v in kwargs.items():
+        if name in consts:
+            raise UsageError(f"{k.name}(): {name} given twice")
+        consts[name] = v
+    return consts
+
+
+def _as_array(a, name: str):
+    import numpy as np
+    if isinstance(a, np.ndarray):
+        return a
+    try:
+        return np.asarray(a)
+    except Exception as exc:
+        raise UsageError(f"argument {name}: cannot view {type(a).__name__} as an array "
+                         f"({exc})") from None
+
+
+class _CallableModule(types.ModuleType):
+    """Importing libpypto.jit makes `libpypto.jit` name this module (Python sets a package's
+    attribute to its submodule), where op files expect the decorator: calling the module is
+    calling jit(), so `@pypto.jit` works either way."""
+
+    def __call__(self, fn=None, **options):
+        return jit(fn, **options)
+
+
+sys.modules[__name__].__class__ = _CallableModule
