@@ -164,8 +164,11 @@ def _exc_loc(exc: BaseException, path: str):
 
 
 def trace(path: str, kernel: str | None = None, consts: dict | None = None,
-          bind: dict | None = None) -> Document:
-    """Trace the @pypto.jit kernel of an op file into its Tensor Graph."""
+          bind: dict | None = None, target=None) -> Document:
+    """Trace the @pypto.jit kernel of an op file into its Tensor Graph.
+
+    target: check tile shapes against this target (a name, a file or a Target) and record it
+    in the document for the later stages; by default they are checked against the host."""
     from .frontend.kernel import find_kernels
     if path == "-":
         raise UsageError("pypto-trace imports its op file, so it needs a path (a .py file), "
@@ -191,7 +194,7 @@ def trace(path: str, kernel: str | None = None, consts: dict | None = None,
             raise UsageError(f"no kernel {kernel!r} in {os.path.basename(path)} (kernels: {names})")
         k = found[0]
     with deadline(f"tracing {k.name}"):
-        return k.trace(consts or {}, bind or {})
+        return k.trace(consts or {}, bind or {}, target_for(None, target) if target else None)
 
 
 # -- bringing forward -----------------------------------------------------------------------
@@ -206,9 +209,8 @@ def _require_at_most(doc: Document, level: str, tool: str) -> None:
 def lower(doc: Document, pipeline: str | None = None, target=None, instrument=None) -> Document:
     """Run a pass pipeline (default: the rest of the standard lowering to exec)."""
     from .passes.pipeline import default_pipeline, parse_pipeline, run_pipeline
-    from .targets import load_target
     _require_at_most(doc, "exec", "pypto-lower")
-    tgt = target if hasattr(target, "data") else load_target(target or doc_target(doc))
+    tgt = target_for(doc, target)
     specs = parse_pipeline(pipeline) if pipeline else default_pipeline(doc.level, "exec")
     return run_pipeline(doc, specs, tgt, instrument)
 
@@ -233,8 +235,17 @@ def describe_passes() -> str:
     return describe_all()
 
 
-def doc_target(doc: Document) -> str | None:
-    return doc.attrs.get("target", {}).get("name")
+def target_for(doc: Document | None, target=None):
+    """The target to work for: --target (a name or a file) wins, then the record the
+    document carries, then the host."""
+    from .targets import Target, load_target
+    if isinstance(target, Target):
+        return target
+    if target:
+        return load_target(target)
+    rec = doc.attrs.get("target") if doc is not None else None
+    where = (doc.source or "the input") if doc is not None else "the input"
+    return Target.from_record(rec, where) if rec else load_target("host")
 
 
 def to_exec(doc: Document, target=None) -> Document:
@@ -247,9 +258,8 @@ def schedule(doc: Document, target=None, bind: dict | None = None) -> Document:
     """Place tasks on the target's cores (instances and timeline when sizes are bound)."""
     from .analysis.bind import schedule_sizes
     from .sched import schedule as sched
-    from .targets import load_target
     _require_at_most(doc, "sched", "pypto-sched")
-    tgt = load_target(target or doc_target(doc))
+    tgt = target_for(doc, target)
     doc = to_exec(doc, tgt)
     if doc.level in ("sched",):
         doc = _strip(doc, "exec", ("schedule",))

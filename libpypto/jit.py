@@ -38,11 +38,11 @@ class Compiled:
     """One signature's artifact: the code-level document and its executable."""
 
     def __init__(self, k: Kernel, consts: dict, static: dict, backend: str):
-        from .driver import emit, lower, schedule
+        from .driver import emit, lower, schedule, target_for
         from .runtime import load, resolve_backend
         backend, _ = resolve_backend(backend)
-        target = k.options.get("target")
-        doc = k.trace(consts, static)
+        target = target_for(None, k.options.get("target"))
+        doc = k.trace(consts, static, target)
         self.doc = emit(schedule(lower(doc, None, target), target), backend)
         self.exe = load(self.doc)
 

@@ -57,19 +57,24 @@ class Kernel:
     def __repr__(self) -> str:
         return f"<pypto kernel {self.name}>"
 
-    def trace(self, consts: dict | None = None, static: dict | None = None) -> Document:
-        return trace_kernel(self, consts or {}, static or {})
+    def trace(self, consts: dict | None = None, static: dict | None = None,
+              target=None) -> Document:
+        """The Tensor Graph for these constants and STATIC sizes. Tile checks are made
+        against target (a Target; default: the host), which the document then records."""
+        return trace_kernel(self, consts or {}, static or {}, target)
 
 
-def trace_kernel(k: Kernel, consts: dict, static: dict) -> Document:
+def trace_kernel(k: Kernel, consts: dict, static: dict, target=None) -> Document:
     """Trace every path of the kernel and merge them into one Tensor Graph document."""
+    from ..targets import load_target
+    machine = target or load_target("host")
     op_file = os.path.basename(inspect.getsourcefile(k.fn) or "<unknown>")
     const_vals = _bind_consts(k, consts)
     decisions: list = []
     merged, first = None, None
     npaths = 0
     while True:
-        b = _trace_path(k, op_file, const_vals, static, list(decisions))
+        b = _trace_path(k, op_file, const_vals, static, list(decisions), machine)
         npaths += 1
         if first is None:
             first, merged = b, b.regions[0]
@@ -100,11 +105,14 @@ def trace_kernel(k: Kernel, consts: dict, static: dict) -> Document:
                  "params": [n for n, _ in k.tensor_params],
                  "symbols": b.symbols, "constraints": b.constraints,
                  "consts": {n: v for n, v in const_vals.items() if _is_plain(v)}}
+    if target is not None:
+        doc.attrs["target"] = target.record()
     return doc
 
 
-def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisions: list):
-    b = _Builder(op_file, decisions)
+def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisions: list,
+                target):
+    b = _Builder(op_file, decisions, target)
     args, symbols = [], {}
     lines = _param_lines(k.fn)
     for idx, (pname, spec) in enumerate(k.tensor_params):

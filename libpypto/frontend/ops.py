@@ -361,20 +361,22 @@ def argsort(x, dim: int = -1, descending: bool = True):
 # -- matmul and cast ------------------------------------------------------------------------
 
 def _cube_fits(b, dt: DType, out_dt: DType) -> None:
-    """The reference's L0/L1 capacity rule, against the smallest built-in target (A2/A3)."""
+    """The reference's L0/L1 capacity rule (fractals of 16), against the target traced for."""
     (mL0, mL1), (kL0, kL1), (nL0, nL1) = b.cube_tile
     size = dt.itemsize
+    cap = b.target.buffer
 
     def up(v):
         return -(-v // 16) * 16
-    checks = [("L0A", up(mL0) * up(kL0) * size, 65536, f"m L0 {mL0} x k L0 {kL0}"),
-              ("L0B", up(kL0) * up(nL0) * size, 65536, f"k L0 {kL0} x n L0 {nL0}"),
-              ("L0C", up(mL0) * up(nL0) * 4, 131072, f"m L0 {mL0} x n L0 {nL0} (fp32)"),
-              ("L1", (mL1 * kL1 + kL1 * nL1) * size, 524288, f"A {mL1}x{kL1} + B {kL1}x{nL1}")]
-    for buf, need, cap, what in checks:
-        if need > cap:
-            raise b.error(f"cube tiles do not fit: {what} needs {need // 1024} KiB of {buf}, "
-                          f"which holds {cap // 1024} KiB; use smaller set_cube_tile_shapes")
+    checks = [("L0A", up(mL0) * up(kL0) * size, cap("l0a"), f"m L0 {mL0} x k L0 {kL0}"),
+              ("L0B", up(kL0) * up(nL0) * size, cap("l0b"), f"k L0 {kL0} x n L0 {nL0}"),
+              ("L0C", up(mL0) * up(nL0) * 4, cap("l0c"), f"m L0 {mL0} x n L0 {nL0} (fp32)"),
+              ("L1", (mL1 * kL1 + kL1 * nL1) * size, cap("l1"), f"A {mL1}x{kL1} + B {kL1}x{nL1}")]
+    for buf, need, have, what in checks:
+        if need > have:
+            raise b.error(f"cube tiles do not fit target {b.target.name}: {what} needs "
+                          f"{need // 1024} KiB of {buf}, which holds {have // 1024} KiB; use "
+                          f"smaller set_cube_tile_shapes")
     for name, v in (("m", mL0), ("k", kL0), ("n", nL0)):
         if v * size % 32 and v > 1:
             raise b.error(f"cube tile {name} L0 size {v} is not 32-byte aligned for {dt}")

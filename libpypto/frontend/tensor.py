@@ -71,8 +71,9 @@ class Tensor:
 class _Builder:
     """Collects the ops of one path while a kernel traces (one per path)."""
 
-    def __init__(self, op_file: str, decisions: list):
+    def __init__(self, op_file: str, decisions: list, target):
         self.op_file = op_file
+        self.target = target                    # the tile checks' machine (a Target)
         self.regions: list[list[Op]] = [[]]
         self.loops: list[Op] = []              # enclosing loop ops, outermost first
         self.loop_info: dict[str, dict] = {}   # loop var -> its attrs

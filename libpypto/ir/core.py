@@ -12,7 +12,7 @@ from typing import Iterator
 
 LEVELS = ("tensor", "tile", "block", "exec", "sched", "code", "run")
 FORMAT = "pypto-ir"
-VERSION = (1, 0)
+VERSION = (1, 1)          # 1.1: documents carry the whole target record
 
 
 def level_index(level: str) -> int:

@@ -31,7 +31,7 @@ class Home:
 
 def tensor_to_tile(doc: Document, *, target) -> Document:
     """Expand tensor ops into tile kernels (grid of tiles, copy-in, compute, copy-out)."""
-    out = Document("tile", attrs={**doc.attrs, "target": target.summary()},
+    out = Document("tile", attrs={**doc.attrs, "target": target.record()},
                    producer=list(doc.producer))
     out.body.append(Op("source", regions=[clone_ops(doc.body, {})]))
     x = _Expander(out, target)

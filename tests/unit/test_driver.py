@@ -44,7 +44,7 @@ def test_parse_ir_accepts_msgpack_and_text(ex):
     (b"hello\n", "f.ir: not a pypto IR file (expected msgpack, the text form 'pypto-ir ...' or "
                  "an op file ending in .py)"),
     (b"# just a comment\n", "f.ir: not a pypto IR file"),
-    (b"pypto-ir 1.0 tensor\n%a = exp %b\n", "f.ir: line 2: use of undefined value %b"),
+    (b"pypto-ir 1.1 tensor\n%a = exp %b\n", "f.ir: line 2: use of undefined value %b"),
     (b"pypto-ir 2.0 tensor\n", "f.ir: IR format version 2.0 is not readable"),
     (b"\x80", "f.ir: not a pypto IR file (no 'pypto-ir' header)"),
 ])
@@ -196,3 +196,35 @@ def test_version_matches_pyproject(ex):
     root = pathlib.Path(ex.path("add")).parents[1]
     meta = tomllib.loads((root / "pyproject.toml").read_text())
     assert pypto.__version__ == meta["project"]["version"]
+
+
+# -- targets -----------------------------------------------------------------------------------
+
+def test_documents_carry_the_whole_target_record(ex):
+    from libpypto.targets import load_target
+    a2 = load_target("a2")
+    exe = pypto.lower(ex.docs("softmax")["tensor"], None, "a2")
+    assert exe.attrs["target"] == a2.record()
+    sched = pypto.schedule(exe)                  # no --target: the record is the target
+    s = next(op for op in sched.body if op.name == "schedule")
+    assert s.attrs["target"] == "a2" and s.attrs["cores"] == a2.cores()
+
+
+def test_a_version_1_0_record_of_a_builtin_target_is_completed(ex):
+    """Files written before 1.1 carried name, align, buffers and mixed_programs only."""
+    exe = pypto.lower(ex.docs("softmax")["tensor"], None, "a3")
+    full = exe.attrs["target"]
+    exe.attrs["target"] = {"name": "a3", "align": 32, "mixed_programs": False,
+                           "buffers": dict(full["buffers"])}
+    exe.version = (1, 0)
+    old = parse_ir(serde.dumps(exe), "old.ir")
+    assert old.version == (1, 0)
+    s = next(op for op in pypto.schedule(old).body if op.name == "schedule")
+    assert s.attrs["target"] == "a3"
+
+
+def test_a_target_record_that_is_not_one_is_refused(ex):
+    exe = pypto.lower(ex.docs("softmax")["tensor"])
+    exe.attrs["target"] = {"name": "/dev/zero", "buffers": {}}
+    with pytest.raises(InputError, match="target record in bad.ir: missing cores"):
+        pypto.schedule(parse_ir(serde.dumps(exe), "bad.ir"))

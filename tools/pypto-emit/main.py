@@ -29,7 +29,7 @@ def emit(
     """Emit code for SRC: a code-level document with the PTO listing and the source."""
     from libpypto.cli.io import write_output
     from libpypto.driver import emit as emit_code
-    doc = emit_code(load_doc(src), backend, target)
+    doc = emit_code(load_doc(src, target=target), backend, target)
     if listing or source:
         code = next(op for op in doc.body if op.name == "code")
         part = code.attrs["listing"] if listing else code.attrs["source"]

@@ -37,7 +37,7 @@ def lower(
     if list_passes:
         typer.echo(describe_passes())
         return
-    doc = input_for_pipeline(src) if print_pipeline else load_doc(src)
+    doc = input_for_pipeline(src) if print_pipeline else load_doc(src, target=target)
     result = lower_main(doc, passes, target, print_pipeline, print_after_all, print_after or [],
                         verify_each, time_passes, stop_after)
     if result is not None:

@@ -26,7 +26,7 @@ def sched(
     """Order the tasks of SRC and, when sizes are bound, place every instance on a core."""
     from libpypto.driver import schedule
     binds = parse_assignments(bind, "--bind")
-    doc = schedule(load_doc(src), target, binds)
+    doc = schedule(load_doc(src, target=target), target, binds)
     save_doc(doc, out, text, "pypto-sched", {"target": target, "bind": binds})
 
 

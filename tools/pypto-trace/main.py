@@ -21,6 +21,7 @@ def trace(
     kernel: Optional[str] = typer.Option(None, "--kernel", help="kernel to trace when the file has several"),
     const: Optional[List[str]] = typer.Option(None, "--const", help="NAME=VALUE for a constant parameter (repeatable)"),
     bind: Optional[List[str]] = typer.Option(None, "--bind", help="SYM=N size of a STATIC dim (repeatable)"),
+    target: Optional[str] = typer.Option(None, "--target", help="check tiles against this target and record it: a2, a3, 950, host (default) or a .toml file"),
     out: str = typer.Option("-", "-o", help="output file ('-' = stdout)"),
     text: bool = typer.Option(False, "-S", help="write the text form"),
 ) -> None:
@@ -28,8 +29,9 @@ def trace(
     from libpypto.driver import trace as trace_file
     consts = parse_assignments(const, "--const", literal)
     binds = parse_assignments(bind, "--bind")
-    doc = trace_file(file, kernel=kernel, consts=consts, bind=binds)
-    save_doc(doc, out, text, "pypto-trace", {"kernel": kernel, "const": consts, "bind": binds})
+    doc = trace_file(file, kernel=kernel, consts=consts, bind=binds, target=target)
+    save_doc(doc, out, text, "pypto-trace", {"kernel": kernel, "const": consts, "bind": binds,
+                                             "target": target})
 
 
 def main() -> None:

@@ -42,3 +42,22 @@ def test_pipe(name, pipe, tmp_path):
     assert f"pypto-run: {name}: pass" in proc.stderr
     if pipe == "full":
         assert f"kernel {name}: pass" in proc.stdout and "achieved GB/s" in proc.stdout
+
+
+@pytest.mark.needs_cc
+def test_a_target_file_is_needed_once(tmp_path):
+    """The document carries the target's record: later stages need no --target, and the
+    schedule is made for the file's machine (its name and its core count)."""
+    mine = (ROOT / "libpypto" / "targets" / "a2.toml").read_text()
+    mine = mine.replace('name = "a2"', 'name = "mychip"').replace("cube = 24", "cube = 3")
+    (tmp_path / "my.toml").write_text(mine)
+    f = ROOT / "examples" / "matmul.py"
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    cmd = (f"pypto-lower --target my.toml {f} | pypto-sched {binds('matmul')} -o s.ir && "
+           f"pypto-run s.ir -o /dev/null && rm my.toml && pypto-sched s.ir -S")
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "pypto-run: matmul: pass" in proc.stderr
+    schedule = next(ln for ln in proc.stdout.splitlines() if ln.startswith("schedule "))
+    assert 'target="mychip"' in schedule and "cores={cube=3, vector=48}" in schedule

@@ -258,8 +258,8 @@ def test_future_major_version_is_refused(cli, files, tmp_path, name):
 
 def test_future_major_version_in_text_is_refused(cli, files):
     text = ok(cli("lower", files["tensor"], "-S", "-p", "tensor-to-tile,assign-memory")).stdout
-    assert text.startswith(b"pypto-ir 1.0 tile\n")
-    p = cli("lower", input=text.replace(b"pypto-ir 1.0", b"pypto-ir 3.1", 1))
+    assert text.startswith(b"pypto-ir 1.1 tile\n")
+    p = cli("lower", input=text.replace(b"pypto-ir 1.1", b"pypto-ir 3.1", 1))
     assert "IR format version 3.1 is not readable" in one_error_line(p, "lower", 2)
 
 
@@ -494,7 +494,7 @@ def test_text_output_is_the_same_graph(cli, files, name, src):
     args = [SOFTMAX] if src == "op" else [files[src]]
     binary = ok(cli(name, *args)).stdout
     text = ok(cli(name, *args, "-S")).stdout
-    assert text.startswith(b"pypto-ir 1.0 ")
+    assert text.startswith(b"pypto-ir 1.1 ")
     assert serde.dumps(parse_doc(text.decode())) == binary
     # and the text form is accepted as input by the next tool
     if name != "emit":
@@ -503,7 +503,7 @@ def test_text_output_is_the_same_graph(cli, files, name, src):
 
 def test_run_text_record(cli, files):
     p = ok(cli("run", files["code"], "--bind", "x_0=16", *RUN_FAST, "-S"))
-    assert p.stdout.startswith(b"pypto-ir 1.0 run\n")
+    assert p.stdout.startswith(b"pypto-ir 1.1 run\n")
     assert parse_doc(p.stdout.decode()).body[0].attrs["verdict"] == "pass"
 
 
@@ -528,7 +528,7 @@ def test_lower_flags(cli, files):
     err = p.stderr.decode()
     assert err.count("# ---- IR after ") == 3 and "# ---- IR after partition ---- #" in err
     assert "total" in err
-    assert p.stdout.startswith(b"pypto-ir 1.0 block\n")
+    assert p.stdout.startswith(b"pypto-ir 1.1 block\n")
 
 
 # -- terminals -------------------------------------------------------------------------------
@@ -567,7 +567,7 @@ def test_binary_is_never_written_to_a_terminal(files, name):
                    f"text or -o FILE\n")
     if name == "lower":      # text is fine on a terminal
         code, out, err = run_on_tty([BIN / f"pypto-{name}", src, "-S"])
-        assert code == 0 and out.startswith(b"pypto-ir 1.0 ")
+        assert code == 0 and out.startswith(b"pypto-ir 1.1 ")
 
 
 def test_run_on_a_terminal_keeps_no_record(files):

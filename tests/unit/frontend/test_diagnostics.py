@@ -6,6 +6,7 @@ import pytest
 
 import libpypto as pypto
 from libpypto.errors import CompileError
+from libpypto.targets import load_target
 
 F32 = pypto.DT_FP32
 
@@ -18,9 +19,9 @@ def line_of(fn, text: str) -> int:
     raise AssertionError(text)
 
 
-def trace_error(kernel, marker: str, *patterns: str):
+def trace_error(kernel, marker: str, *patterns: str, target=None):
     with pytest.raises(CompileError) as info:
-        kernel.trace()
+        kernel.trace(target=load_target(target) if target else None)
     err = info.value
     assert err.loc is not None and err.loc.file == "test_diagnostics.py", err
     assert err.loc.line == line_of(kernel.fn, marker), (err.loc, marker)
@@ -80,11 +81,25 @@ def test_matmul_without_cube_tiles():
 
 def test_cube_tiles_that_do_not_fit():
     @pypto.jit
+    def k(a: pypto.Tensor[[1024, 1024], F32], b: pypto.Tensor[[1024, 1024], F32],
+          c: pypto.Tensor[[1024, 1024], F32]):
+        pypto.set_cube_tile_shapes([512, 512], [256, 256], [64, 64])
+        c[:] = pypto.matmul(a, b, F32)  # MARK
+    trace_error(k, "# MARK", "target host", "L0A", "512 KiB", "256 KiB",
+                "smaller set_cube_tile_shapes")
+
+
+def test_cube_tiles_are_checked_against_the_target_traced_for():
+    @pypto.jit
     def k(a: pypto.Tensor[[512, 512], F32], b: pypto.Tensor[[512, 512], F32],
           c: pypto.Tensor[[512, 512], F32]):
-        pypto.set_cube_tile_shapes([256, 256], [256, 256], [64, 64])
+        pypto.set_cube_tile_shapes([256, 256], [128, 128], [64, 64])   # L0A: 128 KiB of fp32
         c[:] = pypto.matmul(a, b, F32)  # MARK
-    trace_error(k, "# MARK", "L0A", "KiB", "smaller set_cube_tile_shapes")
+    doc = k.trace()                          # the host's L0A holds 256 KiB
+    assert "target" not in doc.attrs         # nothing chosen, nothing recorded
+    trace_error(k, "# MARK", "target a2", "L0A", "128 KiB", "64 KiB", target="a2")
+    recorded = k.trace(target=load_target("host")).attrs["target"]
+    assert recorded == load_target("host").record()
 
 
 def test_writing_an_input():

@@ -26,7 +26,7 @@ def same(a: Document, b: Document) -> bool:
 def test_text_round_trip(ex, example, level):
     doc = ex.doc(example, level)
     s = print_doc(doc)
-    assert s.startswith(f"pypto-ir 1.0 {level}\n")
+    assert s.startswith(f"pypto-ir 1.1 {level}\n")
     back = parse_doc(s)
     assert print_doc(back) == s
     assert same(back, doc)
@@ -165,7 +165,7 @@ def test_non_isolated_regions_share_names():
 
 
 def test_isolated_region_cannot_see_outer_values():
-    s = "pypto-ir 1.0 tile\n%y = gm : f32[4]\nsource {\n  use %y\n}\n"
+    s = "pypto-ir 1.1 tile\n%y = gm : f32[4]\nsource {\n  use %y\n}\n"
     with pytest.raises(TextError, match="line 4: use of undefined value %y"):
         parse_doc(s)
     t = TensorType(F32, (4,))
@@ -180,20 +180,20 @@ def test_isolated_region_cannot_see_outer_values():
     ("# only a comment\n\n", "empty input"),
     ("pypto-ir tensor\n", "line 1: expected the header"),
     ("\n\npypto-ir 1.0 teapot\n", "line 3: unknown level 'teapot'"),
-    ("pypto-ir 1.0 tensor\n%a = param : f32[4]\nexp %b\n", "line 3: use of undefined value %b"),
-    ("pypto-ir 1.0 tensor\n%a = param : f32[4]\n%a = param : f32[4]\n",
+    ("pypto-ir 1.1 tensor\n%a = param : f32[4]\nexp %b\n", "line 3: use of undefined value %b"),
+    ("pypto-ir 1.1 tensor\n%a = param : f32[4]\n%a = param : f32[4]\n",
      "line 3: value %a is defined twice"),
-    ("pypto-ir 1.0 tile\nkernel {\n  %0 = tile : ub.f32[4]\n", "region of kernel is not closed"),
-    ("pypto-ir 1.0 tensor\n%a = param : f99[4]\n", "line 2: unknown type 'f99'"),
-    ("pypto-ir 1.0 tile\n%a = tile : ub.f32[N]\n", "line 2: a tile shape must be static ints"),
-    ("pypto-ir 1.0 tensor\n%a, %b = param : f32[4]\n", "line 2: param: 2 results but 1 types"),
-    ("pypto-ir 1.0 tensor\n%a = param : f32[4] junk\n", "line 2: unexpected 'junk' after op"),
-    ("pypto-ir 1.0 tensor\n%a = param {x=1 y=2} : f32[4]\n", "line 2: expected ',' or '}'"),
-    ("pypto-ir 1.0 tensor\n%a = param {x=[1 2]} : f32[4]\n", "line 2: expected ',' or ']'"),
-    ("pypto-ir 1.0 tensor\n%a = param {x=1 +} : f32[4]\n", "line 2: "),
-    ("pypto-ir 1.0 tensor\nparam @f.py:x\n", "line 2: expected a line number"),
-    ("pypto-ir 1.0 tensor\n%a = param : f32[4] $\n", "line 2: unexpected character '$'"),
-    ("pypto-ir 1.0 tensor\n= param\n", "line 2: expected an op name"),
+    ("pypto-ir 1.1 tile\nkernel {\n  %0 = tile : ub.f32[4]\n", "region of kernel is not closed"),
+    ("pypto-ir 1.1 tensor\n%a = param : f99[4]\n", "line 2: unknown type 'f99'"),
+    ("pypto-ir 1.1 tile\n%a = tile : ub.f32[N]\n", "line 2: a tile shape must be static ints"),
+    ("pypto-ir 1.1 tensor\n%a, %b = param : f32[4]\n", "line 2: param: 2 results but 1 types"),
+    ("pypto-ir 1.1 tensor\n%a = param : f32[4] junk\n", "line 2: unexpected 'junk' after op"),
+    ("pypto-ir 1.1 tensor\n%a = param {x=1 y=2} : f32[4]\n", "line 2: expected ',' or '}'"),
+    ("pypto-ir 1.1 tensor\n%a = param {x=[1 2]} : f32[4]\n", "line 2: expected ',' or ']'"),
+    ("pypto-ir 1.1 tensor\n%a = param {x=1 +} : f32[4]\n", "line 2: "),
+    ("pypto-ir 1.1 tensor\nparam @f.py:x\n", "line 2: expected a line number"),
+    ("pypto-ir 1.1 tensor\n%a = param : f32[4] $\n", "line 2: unexpected character '$'"),
+    ("pypto-ir 1.1 tensor\n= param\n", "line 2: expected an op name"),
 ])
 def test_parse_errors_name_the_line(text, message):
     with pytest.raises(TextError) as exc:

@@ -151,7 +151,7 @@ def test_print_after_all_goes_to_stderr_by_default(softmax, host, capsys):
                  Instrument(print_after_all=True))
     err = capsys.readouterr().err
     assert err.count("# ---- IR after ") == 2
-    assert "# ---- IR after assign-memory ---- #\npypto-ir 1.0 tile\n" in err
+    assert "# ---- IR after assign-memory ---- #\npypto-ir 1.1 tile\n" in err
 
 
 def test_print_after_one_pass(softmax, host):
@@ -159,7 +159,7 @@ def test_print_after_one_pass(softmax, host):
     run_pipeline(softmax, parse_pipeline(DEFAULT_PIPELINE), host,
                  Instrument(print_after=("partition",), sink=out.append))
     assert len(out) == 1 and out[0].startswith("# ---- IR after partition ---- #\n"
-                                                "pypto-ir 1.0 block\n")
+                                                "pypto-ir 1.1 block\n")
 
 
 def test_stop_after(softmax, host):
