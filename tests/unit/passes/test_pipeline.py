@@ -63,7 +63,8 @@ def test_parse_pipeline_with_options():
 
 
 def test_pipeline_text_round_trips():
-    text = "tensor-to-tile,assign-memory,fuse{enable=false,max-kernels=8},forward,cse,dce,alloc,make-exec"
+    text = ("tensor-to-tile,assign-memory,fuse{enable=false,max-kernels=8},forward,cse,dce,"
+            "alloc,make-exec")
     specs = parse_pipeline(text)
     again = parse_pipeline(",".join(str(s) for s in specs))
     assert [(s.name, s.options) for s in again] == [(s.name, s.options) for s in specs]
@@ -209,3 +210,10 @@ def test_lower_refuses_levels_past_exec(ex):
     with pytest.raises(InputError, match="got a 'sched' file, past what pypto-lower makes "
                                          r"\(try pypto-emit\)"):
         pypto.lower(ex.doc("softmax", "sched"))
+
+
+@pytest.mark.parametrize("example", ["softmax", "sdpa", "flash_attention", "moe_gating"])
+def test_block_passes_are_idempotent(ex, example):
+    # the default pipeline from a block-level file runs forward, cse and dce again
+    block = ex.doc(example, "block")
+    assert print_doc(pypto.lower(block, "forward,cse,dce")) == print_doc(block)
