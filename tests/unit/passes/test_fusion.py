@@ -63,6 +63,27 @@ def test_a_transposed_read_does_not_fuse_with_its_producer(op_runner):
     np.testing.assert_array_equal(out["y"], (x * 3).T)
 
 
+GATHERED = '''import libpypto as pypto
+
+@pypto.jit
+def gathered(x: pypto.Tensor[["N", 64], pypto.DT_FP32],
+             idx: pypto.Tensor[["N", 64], pypto.DT_INT32],
+             y: pypto.Tensor[["N", 64], pypto.DT_FP32]):
+    pypto.set_vec_tile_shapes(8, 64)
+    y[:] = pypto.gather(x * 2.0, 0, idx)
+'''
+
+
+@pytest.mark.parametrize("n", ROWS)
+def test_a_gather_does_not_fuse_with_the_producer_of_its_source(op_runner, n):
+    # same grid: instance g gathers rows n - 1 - i, which the last instances write
+    x = rand(n, 64)
+    idx = np.repeat(np.arange(n - 1, -1, -1, dtype=np.int32)[:, None], 64, axis=1)
+    blocks, out = op_runner.run("gathered", GATHERED, {"x": x, "idx": idx})
+    assert blocks == [["mul"], ["gather", "assemble"]]
+    np.testing.assert_array_equal(out["y"], (x * 2)[::-1])
+
+
 # -- the same grid ------------------------------------------------------------------------
 
 CENTERED = '''import libpypto as pypto
