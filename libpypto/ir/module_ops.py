@@ -1,0 +1,64 @@
+"""Definitions of the ops that give a document its structure: the source tensor graph, GM
+tensors, kernels (tile level), blocks (block level), programs and tasks (exec level), the
+schedule, the emitted code and the run record.
+"""
+from __future__ import annotations
+
+from .opdef import (EXPRS, NAT, SPACE, Anything, Bool, Bytes, DictOf, Ident, Int, ListOf, MapOf,
+                    Null, Num, OneOf, OpDef, Str, Text, Tuple, attr, opt)
+
+M = ("module",)
+CORE = Str("vector", "cube", "mixed")
+NAMES = ListOf(Ident())
+BUFFERS = MapOf(SPACE, NAT)
+BOX = Tuple(NAT, EXPRS, EXPRS)        # [tensor index, lo, hi]: a task's GM footprint
+RUN = {
+    "verdict": attr(Str("pass", "fail", "unchecked")),
+    "backend": attr(Str("c", "numpy")),
+    "threads": attr(Int(1)),
+    "wall_s": attr(Num()),
+    "walls_s": attr(ListOf(Num())),
+    "bindings": attr(MapOf(Ident(), NAT)),
+    "outputs": attr(ListOf(DictOf({
+        "name": attr(Ident()), "dtype": attr(Text()), "shape": attr(ListOf(NAT)),
+        "sha256": attr(Text()), "data": opt(Bytes()), "path": opt(Text())}))),
+    "checks": attr(ListOf(DictOf({"name": attr(Ident()), "ok": attr(Bool())}, open_=True))),
+    "events": attr(ListOf(Tuple(NAT, NAT, NAT, Int(), Int()))),
+    "tasks": attr(ListOf(DictOf({
+        "program": attr(Ident()), "ops": attr(NAMES), "block": attr(Text()),
+        "bytes": attr(NAT), "flops": attr(NAT), "loc": attr(Text())}))),
+    "compile": attr(DictOf({"cached": opt(Bool()), "seconds": opt(Num())})),
+    "notice": attr(Text()),
+    "environment": attr(MapOf(Ident(), Anything())),
+}
+
+
+def _m(name, attrs, operands=(), results=(), regions=0):
+    return OpDef(name, M, operands, 0, results, regions, attrs, None, {})
+
+
+DEFS = [
+    _m("source", {}, regions=1),
+    _m("gm", {"index": opt(NAT), "param": opt(Ident()), "role": opt(Str("input", "output")),
+              "local": opt(Ident()), "workspace": opt(Bool())}, results=("tensor",)),
+    _m("kernel", {"grid": attr(EXPRS), "name": attr(Ident()), "op": attr(Ident()),
+                  "tile": attr(ListOf(Int(1)))}, regions=1),
+    _m("block", {"name": attr(Ident()), "grid": attr(EXPRS), "core": attr(CORE),
+                 "kernels": attr(NAMES), "ops": attr(NAMES), "buffers": opt(BUFFERS)},
+       regions=1),
+    _m("program", {"name": attr(Ident()), "core": attr(CORE), "grid_rank": attr(NAT),
+                   "scalars": attr(NAMES), "buffers": attr(BUFFERS), "ops": attr(NAMES)},
+       regions=1),
+    _m("task", {"program": attr(Ident()), "block": attr(Ident()), "grid": attr(EXPRS),
+                "scalars": attr(EXPRS), "reads": attr(ListOf(BOX)),
+                "writes": attr(ListOf(BOX)), "ops": attr(NAMES),
+                "after": attr(ListOf(NAT))}, operands=("tensor*",)),
+    _m("schedule", {"target": attr(Text()), "cores": attr(MapOf(CORE, NAT)),
+                    "order": attr(ListOf(NAT)), "bindings": attr(MapOf(Ident(), NAT)),
+                    "instances": attr(OneOf(Null(), ListOf(Tuple(NAT, NAT, NAT, Num(),
+                                                                  Num())))),
+                    "launch_cost_us": opt(ListOf(Num())), "makespan_us": opt(Num())}),
+    _m("code", {"backend": attr(Str("c", "numpy")), "listing": attr(Text()),
+                "source": attr(Text())}),
+    _m("run", RUN),
+]
