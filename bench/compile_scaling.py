@@ -1,7 +1,7 @@
 """Compile time against graph size: trace and lower kernels of N ops, print time per op.
 
-Each kernel is a chain of N elementwise ops with a reduction every 8 ops (so fusion,
-partition and dedup all have work), over a DYNAMIC row dim. Linear scaling shows as a flat
+Each kernel is a chain of N elementwise ops with a reduction every 8 ops (so fuse,
+forward, cse and dce all have work), over a DYNAMIC row dim. Linear scaling shows as a flat
 'ms per op' column; the ratio column compares each size with the smallest, measured in the
 same run.
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 PASSES = {
     "alloc":          ("block", "block", "libpypto.passes.alloc:alloc"),
     "assign-memory":  ("tile", "tile", "libpypto.passes.assign_memory:assign_memory"),
+    "cse":            ("block", "block", "libpypto.passes.cse:cse"),
+    "dce":            ("block", "block", "libpypto.passes.dce:dce"),
+    "forward":        ("block", "block", "libpypto.passes.forward:forward"),
+    "fuse":           ("tile", "block", "libpypto.passes.fuse:fuse"),
     "make-exec":      ("block", "exec", "libpypto.passes.make_exec:make_exec"),
-    "partition":      ("tile", "block", "libpypto.passes.partition:partition"),
     "tensor-to-tile": ("tensor", "tile", "libpypto.passes.tensor_to_tile:tensor_to_tile"),
 }
 
-DEFAULT_PIPELINE = "tensor-to-tile,assign-memory,partition,alloc,make-exec"
+DEFAULT_PIPELINE = "tensor-to-tile,assign-memory,fuse,forward,cse,dce,alloc,make-exec"
 
 
 def get_pass(name: str):

@@ -388,6 +388,26 @@ class _Expander:
     # matmul
     def x_matmul(self, op):
         a, b = op.operands
+        m = self._mm_frame(op)
+        work = F32 if a.type.dtype.is_float else DTYPES["i32"]
+        body: list = []
+        acc = _tile(body, work, [m.mt, m.nt])
+        body.extend(self._mm_k_steps(op, m, acc))
+        out_t: TensorType = op.result.type
+        hb = self.home[b]
+        home = self.workspace(op)
+        home.valid = list(out_t.shape[:m.nb]) + [m.a_valid[-1] if m.at else m.a_valid[-2],
+                                                 hb.valid[-2] if m.bt else hb.valid[-1]]
+        st_offs = m.gvar[:m.nb] + [m.om, m.on]
+        st_valid = [1] * m.nb + [m.vm, m.vn]
+        self.store(body, acc, home, st_offs, st_valid, op.loc)
+        self.tile_of[op.result] = [1] * m.nb + [m.mt, m.nt]
+        self.kernel(op, m.grid, body, [1] * m.nb + [m.mt, m.nt])
+
+    def _mm_frame(self, op) -> "_Matmul":
+        """Tile sizes, grid, offsets and valid extents of a matmul kernel (M, N tiles; K in
+        L1 steps k1 of k1t and L0 sub-steps k0 of k0t)."""
+        a, b = op.operands
         out_t: TensorType = op.result.type
         at, bt = op.attrs.get("a_trans", False), op.attrs.get("b_trans", False)
         sa, sb = list(a.type.shape), list(b.type.shape)
@@ -402,7 +422,7 @@ class _Expander:
         nb = out_t.rank - 2
         gvar = [E.sym(f"g{i}") for i in range(out_t.rank)]
         grid = list(out_t.shape[:nb]) + [E.cdiv(M, mt), E.cdiv(N, nt)]
-        ha, hb = self.home[a], self.home[b]
+        a_valid, hb = self.home[a].valid, self.home[b]
         # a dim covered by one tile has offset 0, as elementwise kernels number it (fusion
         # compares footprints)
         om = E.mul(gvar[nb], mt) if E.cdiv(M, mt) != 1 else 0
@@ -411,60 +431,47 @@ class _Expander:
         k1 = E.sym("k1") if n1 != 1 else 0
         k0 = E.sym("k0") if k1t // k0t != 1 else 0
         ko = E.mul(k1, k1t)
-
-        def batch(v, h):
-            r = v.type.rank
-            offs = []
-            for j in range(r - 2):
-                d = j + nb - (r - 2)
-                offs.append(0 if v.type.shape[j] == 1 and out_t.shape[d] != 1 else gvar[d])
-            return offs
-
-        a_valid = ha.valid
         vm = E.minimum(mt, E.sub(a_valid[-1] if at else a_valid[-2], om))
         vn = E.minimum(nt, E.sub(hb.valid[-2] if bt else hb.valid[-1], on))
         kvalid = E.minimum(a_valid[-2] if at else a_valid[-1], hb.valid[-1] if bt else hb.valid[-2])
         kv1 = E.minimum(k1t, E.sub(kvalid, ko))
-        work = F32 if a.type.dtype.is_float else DTYPES["i32"]
-        body: list = []
-        acc = _tile(body, work, [mt, nt])
+        return _Matmul(at, bt, nb, gvar, grid, mt, nt, k1t, k0t, n1, k1, k0, ko, om, on, vm, vn,
+                       kv1, a_valid)
+
+    def _mm_k_steps(self, op, m: "_Matmul", acc: Value) -> list:
+        """The walk over K: load A and B into L1 per k1 step, extract into L0A / L0B and
+        accumulate per k0 sub-step (each a loop when it has more than one step)."""
+        a, b = op.operands
+        out_t: TensorType = op.result.type
         l1: list = []
-        ba = batch(a, ha)
-        a_offs = ba + ([ko, om] if at else [om, ko])
-        a_shape = [1] * len(ba) + ([k1t, mt] if at else [mt, k1t])
-        a_val = [1] * len(ba) + ([kv1, vm] if at else [vm, kv1])
+        ba = _batch_offs(a, out_t, m.gvar)
+        a_offs = ba + ([m.ko, m.om] if m.at else [m.om, m.ko])
+        a_shape = [1] * len(ba) + ([m.k1t, m.mt] if m.at else [m.mt, m.k1t])
+        a_val = [1] * len(ba) + ([m.kv1, m.vm] if m.at else [m.vm, m.kv1])
         a_l1 = self.load(l1, a, a_shape, a_offs, a_val)
-        bb = batch(b, hb)
-        b_offs = bb + ([on, ko] if bt else [ko, on])
-        b_shape = [1] * len(bb) + ([nt, k1t] if bt else [k1t, nt])
-        b_val = [1] * len(bb) + ([vn, kv1] if bt else [kv1, vn])
+        bb = _batch_offs(b, out_t, m.gvar)
+        b_offs = bb + ([m.on, m.ko] if m.bt else [m.ko, m.on])
+        b_shape = [1] * len(bb) + ([m.nt, m.k1t] if m.bt else [m.k1t, m.nt])
+        b_val = [1] * len(bb) + ([m.vn, m.kv1] if m.bt else [m.kv1, m.vn])
         b_l1 = self.load(l1, b, b_shape, b_offs, b_val)
         l0: list = []
-        kk = E.mul(k0, k0t)
-        a0 = _tile(l0, a.type.dtype, [mt, k0t])
-        l0.append(Op("textract", [a0, a_l1], [], {"offsets": [kk, 0] if at else [0, kk],
-                                                   "trans": bool(at)}, [], op.loc))
-        b0 = _tile(l0, b.type.dtype, [k0t, nt])
-        l0.append(Op("textract", [b0, b_l1], [], {"offsets": [0, kk] if bt else [kk, 0],
-                                                   "trans": bool(bt)}, [], op.loc))
-        first = E.logical_and(E.eq(k1, 0), E.eq(k0, 0))
-        kv0 = E.minimum(k0t, E.sub(kv1, kk))
+        kk = E.mul(m.k0, m.k0t)
+        a0 = _tile(l0, a.type.dtype, [m.mt, m.k0t])
+        l0.append(Op("textract", [a0, a_l1], [], {"offsets": [kk, 0] if m.at else [0, kk],
+                                                   "trans": bool(m.at)}, [], op.loc))
+        b0 = _tile(l0, b.type.dtype, [m.k0t, m.nt])
+        l0.append(Op("textract", [b0, b_l1], [], {"offsets": [0, kk] if m.bt else [kk, 0],
+                                                   "trans": bool(m.bt)}, [], op.loc))
+        first = E.logical_and(E.eq(m.k1, 0), E.eq(m.k0, 0))
+        kv0 = E.minimum(m.k0t, E.sub(m.kv1, kk))
         l0.append(Op("tmatmul", [acc, a0, b0], [], {"init": first, "k_valid": kv0}, [], op.loc))
-        if k0 != 0:
-            l0 = [Op("for", [], [], {"var": "k0", "start": 0, "stop": k1t // k0t, "step": 1},
+        if m.k0 != 0:
+            l0 = [Op("for", [], [], {"var": "k0", "start": 0, "stop": m.k1t // m.k0t, "step": 1},
                      [l0])]
         l1.extend(l0)
-        if k1 != 0:
-            l1 = [Op("for", [], [], {"var": "k1", "start": 0, "stop": n1, "step": 1}, [l1])]
-        body.extend(l1)
-        home = self.workspace(op)
-        home.valid = list(out_t.shape[:nb]) + [a_valid[-1] if at else a_valid[-2],
-                                               hb.valid[-2] if bt else hb.valid[-1]]
-        st_offs = gvar[:nb] + [om, on]
-        st_valid = [1] * nb + [vm, vn]
-        self.store(body, acc, home, st_offs, st_valid, op.loc)
-        self.tile_of[op.result] = [1] * nb + [mt, nt]
-        self.kernel(op, grid, body, [1] * nb + [mt, nt])
+        if m.k1 != 0:
+            l1 = [Op("for", [], [], {"var": "k1", "start": 0, "stop": m.n1, "step": 1}, [l1])]
+        return l1
 
     # shapes
     def x_assemble(self, op):
@@ -583,6 +590,41 @@ class _Expander:
                  "index_region": self._region_of(idx), "src_region": self._region_of(src)}
         self.kernel(op, [], [Op("tscatter", [home.gm, self.home[idx].gm, self.home[src].gm], [],
                                 attrs, [], op.loc)], [])
+
+
+@dataclass
+class _Matmul:
+    """The frame of a matmul kernel (see _Expander._mm_frame)."""
+
+    at: bool
+    bt: bool
+    nb: int              # batch dims of the output
+    gvar: list
+    grid: list
+    mt: int
+    nt: int
+    k1t: int
+    k0t: int
+    n1: object           # number of L1 steps over K
+    k1: object           # L1 step variable (0 when one step)
+    k0: object           # L0 sub-step variable (0 when one sub-step)
+    ko: object           # K offset of the L1 step
+    om: object
+    on: object
+    vm: object
+    vn: object
+    kv1: object          # valid K extent of the L1 step
+    a_valid: list
+
+
+def _batch_offs(v: Value, out_t: TensorType, gvar: list) -> list:
+    """Batch offsets of a matmul operand: the output's grid variable, 0 where broadcast."""
+    nb = out_t.rank - 2
+    offs = []
+    for j in range(v.type.rank - 2):
+        d = j + nb - (v.type.rank - 2)
+        offs.append(0 if v.type.shape[j] == 1 and out_t.shape[d] != 1 else gvar[d])
+    return offs
 
 
 def _nest(inner: list, loops: list) -> list:

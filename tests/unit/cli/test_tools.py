@@ -397,10 +397,10 @@ def test_interrupt_exits_130():
 USAGE = [
     ("lower", ["--bogus"], "No such option: --bogus"),
     ("lower", ["-p", "tensor2tile"], "unknown pass 'tensor2tile' (known: alloc, "),
-    ("lower", ["-p", "partition{fuse=false"], "pipeline: unclosed '{' after 'partition'"),
-    ("lower", ["-p", "partition{bogus=1}"], "pass 'partition' has no option 'bogus'"),
-    ("lower", ["-p", "partition,tensor-to-tile"],
-     "pass 'partition' takes a tile-level graph but gets tensor here"),
+    ("lower", ["-p", "fuse{enable=false"], "pipeline: unclosed '{' after 'fuse'"),
+    ("lower", ["-p", "fuse{bogus=1}"], "pass 'fuse' has no option 'bogus'"),
+    ("lower", ["-p", "fuse,tensor-to-tile"],
+     "pass 'fuse' takes a tile-level graph but gets tensor here"),
     ("lower", ["--stop-after", "bogus"], "--stop-after: unknown pass 'bogus'"),
     ("sched", ["--target", "nosuch"], "unknown target 'nosuch' (built in: a2, a3, 950, host"),
     ("sched", ["--bind", "x_0"], "--bind 'x_0': expected NAME=VALUE"),
@@ -518,15 +518,16 @@ def test_emit_listing_and_source(cli, files):
 def test_lower_flags(cli, files):
     p = ok(cli("lower", "--list-passes"))
     out = p.stdout.decode()
-    for name in ("alloc", "assign-memory", "make-exec", "partition", "tensor-to-tile"):
+    for name in ("alloc", "assign-memory", "cse", "dce", "forward", "fuse", "make-exec",
+                 "tensor-to-tile"):
         assert name in out
-    assert "fuse=True" in out or "fuse=true" in out
+    assert "enable=true" in out
     p = ok(cli("lower", files["tensor"], "--print-pipeline"))
-    assert p.stdout == b"tensor-to-tile,assign-memory,partition,alloc,make-exec\n"
+    assert p.stdout == b"tensor-to-tile,assign-memory,fuse,forward,cse,dce,alloc,make-exec\n"
     p = ok(cli("lower", files["tensor"], "--print-after-all", "--time-passes",
-                "--verify-each", "--stop-after", "partition", "-S", PYPTO_FAKE_CLOCK="1"))
+                "--verify-each", "--stop-after", "fuse", "-S", PYPTO_FAKE_CLOCK="1"))
     err = p.stderr.decode()
-    assert err.count("# ---- IR after ") == 3 and "# ---- IR after partition ---- #" in err
+    assert err.count("# ---- IR after ") == 3 and "# ---- IR after fuse ---- #" in err
     assert "total" in err
     assert p.stdout.startswith(b"pypto-ir 1.1 block\n")
 

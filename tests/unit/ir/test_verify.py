@@ -15,7 +15,8 @@ from libpypto.ir.types import TileType
 from libpypto.ir.module_ops import RUN
 from libpypto.ir.verify import Diagnostic, verify, verify_or_raise
 
-UNFUSED = "tensor-to-tile,assign-memory,partition{fuse=false},alloc,make-exec"
+UNFUSED = ("tensor-to-tile,assign-memory,fuse{enable=false},forward,cse,dce,alloc,"
+           "make-exec")
 
 
 def messages(doc: Document) -> list[str]:

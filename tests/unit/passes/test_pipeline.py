@@ -41,7 +41,8 @@ def test_default_pipeline_is_registered_and_ordered():
 
 
 def test_pass_options_come_from_keyword_parameters():
-    assert pass_options("partition")["fuse"] == ("fuse", True)
+    assert pass_options("fuse")["enable"] == ("enable", True)
+    assert pass_options("fuse")["max-kernels"] == ("max_kernels", 64)
     for name in PASSES:
         for dashed, (py, _) in pass_options(name).items():
             assert dashed == py.replace("_", "-") and py != "target"
@@ -50,19 +51,19 @@ def test_pass_options_come_from_keyword_parameters():
 # -- parsing ---------------------------------------------------------------------------------
 
 def test_parse_pipeline_with_options():
-    specs = parse_pipeline("tensor-to-tile, assign-memory,partition{fuse=false},alloc")
-    assert names(specs) == ["tensor-to-tile", "assign-memory", "partition", "alloc"]
-    assert specs[2].options == {"fuse": False}
+    specs = parse_pipeline("tensor-to-tile, assign-memory,fuse{enable=false},alloc")
+    assert names(specs) == ["tensor-to-tile", "assign-memory", "fuse", "alloc"]
+    assert specs[2].options == {"enable": False}
     assert specs[0].options == {}
-    assert parse_pipeline("partition{fuse=TRUE}")[0].options == {"fuse": True}
-    assert parse_pipeline("partition{ fuse = false , }")[0].options == {"fuse": False}
-    assert parse_pipeline("partition{}")[0].options == {}
+    assert parse_pipeline("fuse{enable=TRUE}")[0].options == {"enable": True}
+    assert parse_pipeline("fuse{ enable = false , }")[0].options == {"enable": False}
+    assert parse_pipeline("fuse{}")[0].options == {}
     assert parse_pipeline("") == []
     assert names(parse_pipeline(" alloc ,, make-exec ")) == ["alloc", "make-exec"]
 
 
 def test_pipeline_text_round_trips():
-    text = "tensor-to-tile,assign-memory,partition{fuse=false},alloc,make-exec"
+    text = "tensor-to-tile,assign-memory,fuse{enable=false,max-kernels=8},forward,cse,dce,alloc,make-exec"
     specs = parse_pipeline(text)
     again = parse_pipeline(",".join(str(s) for s in specs))
     assert [(s.name, s.options) for s in again] == [(s.name, s.options) for s in specs]
@@ -70,12 +71,13 @@ def test_pipeline_text_round_trips():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("tensor2tile", "unknown pass 'tensor2tile' (known: alloc, assign-memory, make-exec, "
-                    "partition, tensor-to-tile)"),
-    ("partition{fuse=false", "pipeline: unclosed '{' after 'partition'"),
-    ("partition{fusion=false}", "pass 'partition' has no option 'fusion' (options: fuse"),
+    ("tensor2tile", "unknown pass 'tensor2tile' (known: alloc, assign-memory, cse, dce, "
+                    "forward, fuse, make-exec, tensor-to-tile)"),
+    ("fuse{enable=false", "pipeline: unclosed '{' after 'fuse'"),
+    ("fuse{fuse=false}", "pass 'fuse' has no option 'fuse' (options: enable, max-kernels"),
     ("alloc{x=1}", "pass 'alloc' has no option 'x' (options: none)"),
-    ("partition{fuse}", "pipeline: option 'fuse' of 'partition' needs name=value"),
+    ("fuse{enable}", "pipeline: option 'enable' of 'fuse' needs name=value"),
+    ("fuse{max-kernels=many}", "pass 'fuse' option max-kernels='many': expected an integer"),
     ("{fuse=1}", "pipeline: empty pass name"),
 ])
 def test_parse_pipeline_errors(text, message):
@@ -88,9 +90,10 @@ def test_parse_pipeline_errors(text, message):
 # -- default pipelines per level ------------------------------------------------------------
 
 @pytest.mark.parametrize("level, want", [
-    ("tensor", ["tensor-to-tile", "assign-memory", "partition", "alloc", "make-exec"]),
-    ("tile", ["assign-memory", "partition", "alloc", "make-exec"]),
-    ("block", ["alloc", "make-exec"]),
+    ("tensor", ["tensor-to-tile", "assign-memory", "fuse", "forward", "cse", "dce", "alloc",
+                "make-exec"]),
+    ("tile", ["assign-memory", "fuse", "forward", "cse", "dce", "alloc", "make-exec"]),
+    ("block", ["forward", "cse", "dce", "alloc", "make-exec"]),
     ("exec", []),
 ])
 def test_default_pipeline_from_each_level(level, want):
@@ -100,8 +103,10 @@ def test_default_pipeline_from_each_level(level, want):
 def test_default_pipeline_to_intermediate_levels():
     assert names(default_pipeline("tensor", "tile")) == ["tensor-to-tile", "assign-memory"]
     assert names(default_pipeline("tensor", "block")) == ["tensor-to-tile", "assign-memory",
-                                                          "partition", "alloc"]
-    assert names(default_pipeline("tile", "block")) == ["assign-memory", "partition", "alloc"]
+                                                          "fuse", "forward", "cse", "dce",
+                                                          "alloc"]
+    assert names(default_pipeline("tile", "block")) == ["assign-memory", "fuse", "forward",
+                                                        "cse", "dce", "alloc"]
 
 
 # -- running ------------------------------------------------------------------------------
@@ -118,9 +123,9 @@ def host():
 
 def test_level_mismatch_is_reported(softmax, host):
     with pytest.raises(UsageError) as exc:
-        run_pipeline(softmax, parse_pipeline("partition,tensor-to-tile"), host)
+        run_pipeline(softmax, parse_pipeline("fuse,tensor-to-tile"), host)
     msg = str(exc.value)
-    assert "pass 'partition' takes a tile-level graph but gets tensor here" in msg
+    assert "pass 'fuse' takes a tile-level graph but gets tensor here" in msg
     assert DEFAULT_PIPELINE in msg
     with pytest.raises(UsageError, match="pass 'make-exec' takes a block-level graph but gets "
                                          "tile"):
@@ -157,8 +162,8 @@ def test_print_after_all_goes_to_stderr_by_default(softmax, host, capsys):
 def test_print_after_one_pass(softmax, host):
     out = []
     run_pipeline(softmax, parse_pipeline(DEFAULT_PIPELINE), host,
-                 Instrument(print_after=("partition",), sink=out.append))
-    assert len(out) == 1 and out[0].startswith("# ---- IR after partition ---- #\n"
+                 Instrument(print_after=("fuse",), sink=out.append))
+    assert len(out) == 1 and out[0].startswith("# ---- IR after fuse ---- #\n"
                                                 "pypto-ir 1.1 block\n")
 
 
@@ -183,8 +188,8 @@ def test_pass_options_reach_the_pass(ex, example, host):
     doc = ex.doc(example, "tensor")
     tile = pypto.lower(doc, "tensor-to-tile,assign-memory")
     kernels = sum(op.name == "kernel" for op in tile.body)
-    unfused = pypto.lower(tile, "partition{fuse=false}")
-    fused = pypto.lower(tile, "partition")
+    unfused = pypto.lower(tile, "fuse{enable=false}")
+    fused = pypto.lower(tile, "fuse")
     assert sum(op.name == "block" for op in unfused.body) == kernels
     assert sum(op.name == "block" for op in fused.body) <= kernels
 
@@ -194,7 +199,8 @@ def test_passes_are_pure(softmax, host):
     tile = run_pipeline(softmax, parse_pipeline("tensor-to-tile"), host)
     assert serde.dumps(softmax) == before and softmax.level == "tensor"
     t_before = serde.dumps(tile)
-    run_pipeline(tile, parse_pipeline("assign-memory,partition,alloc,make-exec"), host)
+    run_pipeline(tile, parse_pipeline("assign-memory,fuse,forward,cse,dce,alloc,make-exec"),
+                 host)
     assert serde.dumps(tile) == t_before
 
 

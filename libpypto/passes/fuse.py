@@ -1,57 +1,73 @@
-"""partition: cut the tile graph into block subgraphs, one program per core task.
+"""fuse: group the kernels of the tile graph into blocks, one program per core task.
 
-Kernels over the same grid fuse when every tensor one writes and the other touches is
-accessed at the same tile footprint (task g only needs what task g itself produced), the
-merge makes no cycle, the core kinds agree (or the target runs mixed programs) and the fused
-block fits the core's buffers. Inside a block, a tile stored and then loaded again is
-forwarded on chip (a move when the memory space or dtype changes), duplicate loads are shared,
-and stores to workspace tensors that nobody reads any more are dropped.
+Kernels are visited in program order and each tries to join the group of every kernel it
+reads data from, latest first. Two groups merge when all of these hold:
+
+- the same grid (instance g of the block runs instance g of every member);
+- at most max-kernels kernels together (bounds the work of one merge);
+- core kinds the target can run in one program: cube and vector work only together on a
+  target with mixed programs; copy-only kernels go with either;
+- every tensor one side writes and the other touches is touched at one footprint, at the top
+  level of the kernels (instance g needs only what instance g produced);
+- no path from one group to the other through a group outside both (the merged block would
+  both precede and follow that group);
+- the fused block fits the core's buffers, measured on the body as forward and cse will
+  leave it (a stored tile loaded again stays on chip, duplicate loads share one tile).
+
+Groups become blocks in dependency order; region ops (loop, if) are fused inside, never
+across. The blocks' bodies are the members' bodies one after the other: forward, cse and dce
+then keep intermediates on chip and drop what nobody reads.
+
+The cycle check is a hand-written search rather than networkx: the group graph changes on
+every merge (networkx would rebuild or contract it, copying), and the search is bounded by
+program order (edges run forward, so no group that starts after the target group's last
+kernel can lead back to it), which keeps fusion linear in the number of kernels; a generic
+reachability query would walk everything downstream of the source group instead.
 """
 from __future__ import annotations
 
+import heapq
+
 from ..errors import UsageError
 from ..ir.core import Document, Op, clone_ops, copy_doc
-from ..ir.instr import dests, sources
 from .alloc import plan
-from .assign_memory import pipe_of
+from .cse import share_loads
+from .footprint import access_key
+from .forward import forward_body
 
 
-def partition(doc: Document, *, target, fuse: bool = True, max_kernels: int = 64) -> Document:
-    """Fuse same-grid kernels into block subgraphs that fit a core's buffers.
+def fuse(doc: Document, *, target, enable: bool = True, max_kernels: int = 64) -> Document:
+    """Fuse same-grid kernels into blocks that fit a core's buffers.
 
-    fuse: merge kernels at all (fuse=false gives one block per kernel).
+    enable: merge kernels at all (enable=false gives one block per kernel).
     max-kernels: most kernels in one block (bounds the work per merge: linear compile time).
     """
     for op in doc.walk():
         if op.name == "tile" and op.result.type.space == "any":
-            raise UsageError("partition needs every tile in a memory space: run assign-memory "
+            raise UsageError("fuse needs every tile in a memory space: run assign-memory "
                              "before it")
     doc = copy_doc(doc)
     rest = [op for op in doc.body if op.name in ("source", "gm")]
     counter = [0]
-    body = _partition_region([op for op in doc.body if op.name not in ("source", "gm")],
-                             target, fuse, counter, max_kernels)
-    blocks = [op for top in body for op in top.walk() if op.name == "block"]
-    _drop_dead_stores(blocks, rest)
-    doc.body = [op for op in rest if op.name != "gm" or op.attrs.get("_live", True)] + body
-    for op in doc.body:
-        op.attrs.pop("_live", None)
+    body = _fuse_region([op for op in doc.body if op.name not in ("source", "gm")],
+                        target, enable, counter, max_kernels)
+    doc.body = rest + body
     return doc
 
 
-def _partition_region(ops: list, target, fuse: bool, counter: list, max_kernels: int) -> list:
-    """Fuse runs of kernels between region ops; regions are partitioned inside, never across."""
+def _fuse_region(ops: list, target, enable: bool, counter: list, max_kernels: int) -> list:
+    """Fuse runs of kernels between region ops; regions are fused inside, never across."""
     out: list = []
     segment: list = []
 
     def flush():
         if not segment:
             return
-        p = _Partitioner(list(segment), target, max_kernels)
-        if fuse:
-            p.fuse()
-        for g in p.ordered_groups():
-            out.append(p.make_block(counter[0], g))
+        f = _Fuser(list(segment), target, max_kernels)
+        if enable:
+            f.fuse()
+        for g in f.ordered_groups():
+            out.append(f.make_block(counter[0], g))
             counter[0] += 1
         segment.clear()
 
@@ -60,20 +76,13 @@ def _partition_region(ops: list, target, fuse: bool, counter: list, max_kernels:
             segment.append(op)
             continue
         flush()
-        op.regions = [_partition_region(r, target, fuse, counter, max_kernels) for r in op.regions]
+        op.regions = [_fuse_region(r, target, enable, counter, max_kernels) for r in op.regions]
         out.append(op)
     flush()
     return out
 
 
-def access_key(op: Op) -> tuple:
-    """What a tload/tstore touches: its tensor and footprint (offsets, valid, tile shape)."""
-    tile = op.operands[0]
-    return (op.operands[1], tuple(op.attrs["offsets"]), tuple(op.attrs["valid"]),
-            tile.type.shape)
-
-
-class _Partitioner:
+class _Fuser:
     def __init__(self, kernels: list, target, max_kernels: int = 64):
         self.kernels, self.target, self.max_kernels = kernels, target, max_kernels
         n = len(kernels)
@@ -103,6 +112,8 @@ class _Partitioner:
         return out
 
     def _edges(self) -> None:
+        """Program-order dependences between kernels: read after write, write after read
+        or write; data_preds are the kernels each one reads from."""
         last_w: dict = {}
         readers: dict = {}
         for j, accs in enumerate(self.acc):
@@ -163,7 +174,11 @@ class _Partitioner:
             return False
         if self._path_outside(a, b) or self._path_outside(b, a):
             return False
-        body = self.build_body(sorted(both))
+        return self._fits(sorted(both))
+
+    def _fits(self, members: list) -> bool:
+        """Does the fused block fit the buffers, once forward and cse have run on it?"""
+        body = share_loads(forward_body(self.body(members)))
         _, peak = plan(body, self.target)
         return all(used <= self.target.buffer(s) for s, used in peak.items())
 
@@ -209,7 +224,6 @@ class _Partitioner:
 
     def ordered_groups(self) -> list:
         """Groups in dependency order; ties keep program order (smallest member first)."""
-        import heapq
         groups = sorted(self.members)
         indeg = {g: 0 for g in groups}
         succ = {g: self._group_succ(g) for g in groups}
@@ -229,11 +243,12 @@ class _Partitioner:
         return out
 
     # -- building a block -----------------------------------------------------------------
-    def build_body(self, members: list) -> list:
-        body: list = []
+    def body(self, members: list) -> list:
+        """The members' bodies one after the other (fresh copies)."""
+        out: list = []
         for m in members:
-            body.extend(clone_ops(self.kernels[m].regions[0], {}))
-        return _forward(body)
+            out.extend(clone_ops(self.kernels[m].regions[0], {}))
+        return out
 
     def make_block(self, idx: int, members: list) -> Op:
         ks = [self.kernels[m] for m in members]
@@ -242,133 +257,4 @@ class _Partitioner:
                  "core": "vector" if kind == "move" else kind,
                  "kernels": [k.attrs["name"] for k in ks],
                  "ops": [k.attrs["op"] for k in ks]}
-        return Op("block", [], [], attrs, [self.build_body(members)], ks[0].loc)
-
-
-def _forward(body: list) -> list:
-    """On-chip forwarding of stored tiles, shared duplicate loads (top level only)."""
-    stored: dict = {}        # gm -> {footprint key: tile last stored there}
-    loaded: dict = {}        # gm -> {footprint key + tile type: tile loaded from there}
-    alias: dict = {}
-    out: list = []
-    dead_tiles: set = set()
-    only_stored = _only_stored(body)
-    for op in body:
-        op.operands = [alias.get(v, v) for v in op.operands]
-        if op.name == "tstore":
-            gm = op.operands[1]
-            key = access_key(op)
-            loaded.pop(gm, None)
-            stored[gm] = {key: op.operands[0]}
-        elif op.name in ("tscatter", "tgather"):
-            for v in op.operands:
-                loaded.pop(v, None)
-                stored.pop(v, None)
-        elif op.name == "tload":
-            key = access_key(op)
-            gm = op.operands[1]
-            dst = op.operands[0]
-            src = stored.get(gm, {}).get(key)
-            if src is not None:
-                if src.type == dst.type or (dst in only_stored and src.type.space in
-                                            ("ub", "l0c")):
-                    # same tile, or one that is only stored again (a store converts the
-                    # dtype and stores from L0C directly, through FIX)
-                    alias[dst] = src
-                    dead_tiles.add(dst)
-                    continue
-                mov = Op("tmov", [dst, src], [], {}, [], op.loc)
-                mov.attrs["pipe"] = pipe_of(mov)
-                out.append(mov)
-                continue
-            lk = key + (dst.type,)
-            if lk in loaded.get(gm, {}):
-                alias[dst] = loaded[gm][lk]
-                dead_tiles.add(dst)
-                continue
-            loaded.setdefault(gm, {})[lk] = dst
-        out.append(op)
-    if alias:
-        for top in out:
-            for op in top.walk():
-                op.operands = [_resolve(alias, v) for v in op.operands]
-                if "pipe" in op.attrs:        # a store may now leave from L0C (FIX)
-                    op.attrs["pipe"] = pipe_of(op)
-    return [op for op in out if not (op.name == "tile" and op.result in dead_tiles)]
-
-
-def _only_stored(body: list) -> set:
-    """Tiles whose every use (besides the load that fills them) is as a tstore's source."""
-    uses: dict = {}
-    for top in body:
-        for op in top.walk():
-            for i, v in enumerate(op.operands):
-                if op.name == "tload" and i == 0:
-                    continue
-                uses.setdefault(v, []).append(op.name == "tstore" and i == 0)
-    return {v for v, u in uses.items() if all(u)}
-
-
-def _resolve(alias: dict, v):
-    while v in alias:
-        v = alias[v]
-    return v
-
-
-def _drop_dead_stores(blocks: list, rest: list) -> None:
-    """Remove stores into workspaces that no block reads, and the workspaces themselves."""
-    read = set()
-    for b in blocks:
-        for op in b.walk():
-            if op.name in ("tload", "tgather"):
-                read.add(op.operands[1])
-            elif op.name == "tscatter":
-                read.update(op.operands)
-    for op in rest:
-        if op.name == "gm" and op.attrs.get("workspace") and op.result not in read:
-            op.attrs["_live"] = False
-    dead = {op.result for op in rest if op.name == "gm" and op.attrs.get("_live") is False}
-    for b in blocks:
-        b.regions[0] = _without_stores(b.regions[0], dead)
-        _drop_unused_tiles(b.regions[0])
-
-
-def _without_stores(ops: list, dead: set) -> list:
-    out = []
-    for op in ops:
-        if op.name == "tstore" and op.operands[1] in dead:
-            continue
-        op.regions = [_without_stores(r, dead) for r in op.regions]
-        out.append(op)
-    return out
-
-
-def _drop_unused_tiles(body: list) -> None:
-    """Delete tiles (and the instructions computing them) that nothing reads any more."""
-    while True:
-        reads: set = set()
-        for top in body:
-            for op in top.walk():
-                if op.name not in ("tile", "for", "if"):
-                    reads.update(sources(op))
-        n = sum(1 for top in body for _ in top.walk())
-
-        def dead(op):         # an instruction none of whose results is read
-            outs = dests(op) if op.name not in ("tile", "for", "if") else None
-            return bool(outs) and not any(v in reads for v in outs)
-
-        body[:] = _keep(body, lambda op: not dead(op))
-        used = {v for top in body for op in top.walk() for v in op.operands}
-        body[:] = _keep(body, lambda op: op.name != "tile" or op.result in used)
-        if sum(1 for top in body for _ in top.walk()) == n:
-            return
-
-
-def _keep(ops: list, pred) -> list:
-    """ops (and their regions, recursively) without the ops pred rejects."""
-    out = []
-    for op in ops:
-        if pred(op):
-            op.regions = [_keep(r, pred) for r in op.regions]
-            out.append(op)
-    return out
+        return Op("block", [], [], attrs, [self.body(members)], ks[0].loc)
