@@ -48,6 +48,9 @@ def parse_ir(data: bytes, source: str = "<input>") -> Document:
         except ValueError as exc:
             raise InputError(f"{source}: {exc}") from None
         serde.check_version(list(doc.version), source)
+    if tuple(doc.version) < (1, 1) and "target" in doc.attrs:
+        from .targets import upgrade_record
+        doc.attrs["target"] = upgrade_record(doc.attrs["target"])
     try:
         verify_or_raise(doc, f"in {source}")
     except PyptoError as exc:

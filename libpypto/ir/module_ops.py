@@ -4,8 +4,8 @@ schedule, the emitted code and the run record.
 """
 from __future__ import annotations
 
-from .opdef import (EXPRS, NAT, SPACE, Anything, Bool, Bytes, DictOf, Ident, Int, ListOf, MapOf,
-                    Null, Num, OneOf, OpDef, Str, Text, Tuple, attr, opt)
+from .opdef import (EXPR, EXPRS, NAT, SPACE, Anything, Bool, Bytes, DictOf, Ident, Int, ListOf,
+                    MapOf, Null, Num, OneOf, OpDef, Str, Text, Tuple, attr, is_int, opt, short)
 
 M = ("module",)
 CORE = Str("vector", "cube", "mixed")
@@ -30,6 +30,56 @@ RUN = {
     "compile": attr(DictOf({"cached": opt(Bool()), "seconds": opt(Num())})),
     "notice": attr(Text()),
     "environment": attr(MapOf(Ident(), Anything())),
+}
+
+
+def _positive(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and v == v \
+        and v != float("inf")
+
+
+class Positive(Num):
+    what = "a positive number"
+
+    def problem(self, v):
+        return None if _positive(v) else f"must be a positive number, not {short(v)}"
+
+
+class PowerOfTwo(Int):
+    def __init__(self):
+        super().__init__(1)
+        self.what = "a power of two"
+
+    def problem(self, v):
+        return None if is_int(v) and v > 0 and not v & (v - 1) else \
+            f"must be a power of two, not {short(v)}"
+
+
+# A target description (libpypto/targets/*.toml), as a document carries it. One schema for
+# the TOML files and for the records in documents: a record is data, never a path.
+TARGET = DictOf({
+    "name": attr(Text()), "description": opt(Text()), "clock_ghz": attr(Positive()),
+    "align_bytes": opt(PowerOfTwo()), "buffer_align": opt(PowerOfTwo()),
+    "mixed_programs": opt(Bool()), "task_overhead_us": opt(Num()),
+    "cores": attr(MapOf(CORE, NAT)),
+    "buffers": attr(DictOf({s: attr(Int(0, 1 << 40)) for s in ("ub", "l1", "l0a", "l0b", "l0c")})),
+    "bandwidth": attr(MapOf(Ident(), Positive())),
+    "compute": attr(DictOf({
+        "vector_bytes_per_cycle": attr(Positive()), "vector_op_cycles": attr(Int(0)),
+        "cube_flops_per_cycle": attr(MapOf(Ident(), Positive())),
+        "cube_startup_cycles": opt(Int(0)), "transfer_setup_cycles": opt(Int(0))})),
+}, open_=True)
+BANDWIDTHS = ("gm_to_ub", "gm_to_l1", "ub_to_gm", "l0c_to_gm", "l1_to_l0", "l0c_to_ub")
+
+SYMBOL = DictOf({"kind": attr(Str("dynamic", "named", "static")),
+                 "dims": attr(ListOf(Tuple(Ident(), NAT))), "value": opt(NAT)})
+# the module attributes of a document (what `module {...}` holds)
+DOC = {
+    "kernel": attr(Ident()), "file": attr(Text()), "params": attr(NAMES),
+    "symbols": attr(MapOf(Ident(), SYMBOL)),
+    "constraints": attr(ListOf(Tuple(Ident(), EXPR))),
+    "consts": attr(MapOf(Ident(), OneOf(Num(), Bool(), Text(), Null()))),
+    "target": opt(TARGET),
 }
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from ..errors import VerifyError
 from .defs import check_op
+from .module_ops import DOC
+from .opdef import check_fields
 from .types import TileType
 
 TOP = {"tile": {"source", "gm", "kernel", "loop", "if"},
@@ -34,6 +36,9 @@ class Diagnostic:
 def verify(doc) -> list[Diagnostic]:
     """Check the invariants of doc's level; an empty list means valid."""
     v = _Verifier()
+    problem = check_fields(doc.attrs, DOC)
+    if problem:
+        v.err(f"module {problem}")
     if doc.level == "tensor":
         v.tensor_ops(doc.body, set())
     elif doc.level == "run":

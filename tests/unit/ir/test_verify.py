@@ -379,20 +379,36 @@ def test_code_level_includes_sched_checks(ex):
     assert_rejected(doc, "schedule order must be a permutation of the tasks")
 
 
+MODULE = {"kernel": "k", "file": "k.py", "params": [], "symbols": {}, "constraints": [],
+          "consts": {}}
+
+
+def test_module_attributes(softmax_tensor):
+    assert verify(softmax_tensor) == []
+    softmax_tensor.attrs["kernel"] = "k\nimport os"
+    assert_rejected(softmax_tensor, "module kernel must be a name (letters, digits and _), not "
+                                    "'k\\nimport os'")
+    softmax_tensor.attrs["kernel"] = "k"
+    softmax_tensor.attrs["symbols"]["x_0"]["kind"] = "huge"
+    assert_rejected(softmax_tensor, "module symbols {'x_0'} kind must be one of")
+    del softmax_tensor.attrs["symbols"]
+    assert_rejected(softmax_tensor, "module needs symbols")
+
+
 def test_run_record_keys():
     full = {"verdict": "pass", "backend": "c", "threads": 1, "wall_s": 0.0, "walls_s": [0.0],
             "bindings": {}, "outputs": [], "checks": [], "events": [], "tasks": [],
             "compile": {}, "notice": "", "environment": {}}
-    assert verify(Document("run", [make("run", attrs=full)])) == []
+    assert verify(Document("run", [make("run", attrs=full)], dict(MODULE))) == []
     for key in full:
         attrs = {k: v for k, v in full.items() if k != key}
-        assert messages(Document("run", [make("run", attrs=attrs)])) == \
+        assert messages(Document("run", [make("run", attrs=attrs)], dict(MODULE))) == \
             [f"run needs {key} ({RUN[key][0].what})"]
     bad = dict(full, events=[[0, 0, 0, 1]])
-    assert messages(Document("run", [make("run", attrs=bad)])) == \
+    assert messages(Document("run", [make("run", attrs=bad)], dict(MODULE))) == \
         ["run events [0] must be [an int >= 0, an int >= 0, an int >= 0, an int, an int], "
          "not [0, 0, 0, 1]"]
-    assert messages(Document("run", [])) == ["expected one run op, found 0"]
+    assert messages(Document("run", [], dict(MODULE))) == ["expected one run op, found 0"]
 
 
 def test_real_run_record_is_valid(ex):
@@ -418,7 +434,7 @@ def test_verify_or_raise_message(softmax_tensor):
 
 def test_verify_or_raise_without_location_or_context():
     with pytest.raises(VerifyError) as exc:
-        verify_or_raise(Document("run", []))
+        verify_or_raise(Document("run", [], dict(MODULE)))
     assert str(exc.value) == "invalid run-level graph: expected one run op, found 0"
 
 
