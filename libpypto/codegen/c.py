@@ -1,4 +1,4 @@
-"""C renderer: each program of an exec-level document becomes one C function.
+"""C renderer: prints each program of an exec-level document as one C function.
 
     static void p0(void *const *T, const int64_t *S, char *B)
 
@@ -10,24 +10,21 @@ rounding each result to its dtype; gcc -O3 vectorises them. The heavier pieces l
 prelude (c_prelude.h): the register-blocked tmatmul kernel, the streaming tstore for big
 outputs, a branch-free exp.
 
-On the host some of the work the instructions describe is not needed; the renderer leaves it
-out where the result stays the same:
+Deciding and printing are apart. c_plan.plan_program decides, before any C is written, what a
+program's C does: tile names and places in the arena, which copies are read in place (views),
+which elementwise runs share one loop and where a fusion hazard splits them, which
+instructions run one row at a time, what a pass over the row takes along, the tmatmul
+workspace. The renderer walks that plan in order and prints each unit:
 
-- Copies read in place (plan_views). A textract, or a tload into a tile, whose destination
-  only feeds tmatmul operands (a tload's also through such textracts) becomes a pointer with
-  a row stride into the L1 tile or the GM tensor; tmatmul then takes the valid rows and
-  columns instead of zero-filled tails: k stops at the shortest valid depth, rows and
-  columns of the accumulator outside the valid region are not computed (they keep their
-  zeros). A tmov of the same dtype and shape becomes an alias of its source.
-- A run of elementwise instructions over one shape is one loop (fused); a tile read only
-  inside the run stays a register.
-- Row runs (RowRuns.plan_rows in c_more.py). Instructions that work row by row on (R, C)
-  tiles (row loads and stores, elementwise math, reductions along the row) run for row 0,
-  then row 1, ...; tiles used only inside the run get one row on the stack, so a row stays in
-  L1 from one instruction to the next. Inside a row run, reductions along the row of tiles
-  made by the elementwise run just before them accumulate in that run's loop, and otherwise a
-  store of the run's only kept result writes straight to GM (in streamed 64-byte pieces when
-  the output is big).
+- Single: one instruction, by its method `i_<instruction>` (copies, elementwise math as
+  i_elementwise, reductions and matmul here; the rest in c_more.MoreInstrs), or inside a row
+  run `row_<instruction>` where there is one (c_rows.RowRuns); i_for prints a C for around
+  the units of its body (ProgramPlan.bodies);
+- Fused: one loop nest over the run's shape, fused();
+- RowRun and RowPass: c_rows.RowRuns.row_run and row_pass.
+
+How a decided unit is spelled (flat or broadcast indexing, lane loops, C names) is the
+renderer's own; it never changes what is computed.
 
 Reductions along a row, fused or not, use ACC_LANES lanes in a fixed order: element j (of the
 valid columns only) goes to lane j % ACC_LANES, in increasing j; then the lanes combine in a
@@ -49,28 +46,19 @@ from importlib import resources
 from ..errors import PyptoError
 from ..ir import expr as E
 from ..ir import ops as O
-from ..ir.instr import dests, sources
 from ..ir.types import TensorType, TileType
-from .c_more import MoreInstrs, RowRuns
-from .c_text import (ACC_LANES, _MM_DT, _any_reader, _at, _clobbers, _counts, _flit, _fusable,
-                     _instrs, _is_mm_operand, _ld, _loadable_in_place, _minus, _numel,
-                     _reduce_ops, _regions, _st, _strides, _subst_ab)
+from .c_more import MoreInstrs
+from .c_plan import Fused, RowPass, RowRun, Single, arena_layout, matmul_kernel, plan_program
+from .c_rows import RowRuns
+from .c_text import (ACC_LANES, _MM_DT, _at, _flit, _ld, _minus, _numel, _reduce_ops, _st,
+                     _strides, _subst_ab)
 
-SPACE_ORDER = ("ub", "l1", "l0a", "l0b", "l0c")
+_UNIT_METHODS = {Fused: "fused", RowRun: "row_run", RowPass: "row_pass"}
 
 
 def prelude() -> str:
     files = resources.files(__package__)
     return files.joinpath("c_prelude.h").read_text() + "\n" + files.joinpath("c_ops.h").read_text()
-
-
-def arena_layout(target_buffers: dict, align: int = 64) -> tuple[dict, int]:
-    """Base offset of each memory space inside a core's scratch arena, and its total size."""
-    base, off = {}, 0
-    for s in SPACE_ORDER:
-        base[s] = off
-        off += -(-int(target_buffers.get(s, 0)) // align) * align
-    return base, off
 
 
 def render(doc, programs: list) -> str:
@@ -80,9 +68,9 @@ def render(doc, programs: list) -> str:
              f"{len(programs)} program(s) */", prelude()]
     scratch = 0        # per-core workspace after the memory spaces (tmatmul widens there)
     for p in programs:
-        prog = _Program(p, base, workspace=total)
-        parts.append(prog.render())
-        scratch = max(scratch, prog.workspace_bytes)
+        plan = plan_program(p, base)
+        parts.append(_Program(plan, workspace=total).render())
+        scratch = max(scratch, plan.workspace_bytes)
     names = ", ".join(p.attrs["name"] for p in programs)
     parts.append(f"const pp_prog pypto_programs[] = {{{names}}};")
     parts.append(f"const int pypto_num_programs = {len(programs)};")
@@ -91,13 +79,14 @@ def render(doc, programs: list) -> str:
 
 
 class _Program(MoreInstrs, RowRuns):
-    def __init__(self, prog, base: dict, workspace: int = 0):
-        self.prog, self.base = prog, base
-        self.workspace, self.workspace_bytes = workspace, 0
-        self.names: dict = {}
+    """Prints one program as its plan (c_plan.ProgramPlan) says."""
+
+    def __init__(self, plan, workspace: int = 0):
+        self.plan, self.prog = plan, plan.prog
+        self.names = plan.names
+        self.workspace = workspace     # where tmatmul's workspace starts in the arena
         self.view_info: dict = {}      # view tile -> (pointer, row stride, valid rows, cols)
-        self.extent: dict = {}         # tile -> [first byte, last byte + 1) in the arena
-        self.row = None                # while rendering a row run: its _RowRun
+        self.row = None                # while printing a row run: its c_rows._RowState
         self.lines: list[str] = []
         self.depth = 1
         self.tmp = 0
@@ -119,139 +108,23 @@ class _Program(MoreInstrs, RowRuns):
         for i, s in enumerate(grid + scal):
             self.emit(f"const int64_t {s} = S[{i}];")
         self.emit("(void)S; (void)B;")
-        body = p.regions[0]
-        for op in body:
+        for op in p.regions[0]:
             if op.name == "arg":
-                v = op.result
-                n = f"{v.name}"
-                self.names[v] = n
-                self.emit(f"{v.type.dtype.c_type} *const {n} = ({v.type.dtype.c_type} *)"
-                          f"T[{op.attrs['index']}];  /* {v.type} */")
-        self.reads = _counts(body, sources)
-        tiles = [op for top in body for op in top.walk() if op.name == "tile"]
-        for op in tiles:
-            self.name_tile(op)
-        self.plan_views(body)
-        self.plan_rows(body)
-        for op in tiles:       # tiles are fixed places in the arena: declare them all first
+                v, ct = op.result, op.result.type.dtype.c_type
+                self.emit(f"{ct} *const {self.names[v]} = ({ct} *)T[{op.attrs['index']}];  "
+                          f"/* {v.type} */")
+        for op in self.plan.tiles:   # tiles are fixed places in the arena: declare them all first
             self.i_tile(op)
-        self.ops([op for op in body if op.name not in ("arg", "tile")])
+        self.units(self.plan.units)
         return "\n".join(head + self.lines + ["}"])
 
-    def ops(self, ops: list) -> None:
-        """Render a region: runs of elementwise instructions over one tile shape become a
-        single loop (each element flows through the whole run in registers); a planned row
-        run becomes a loop over rows (see plan_rows)."""
-        i = 0
-        while i < len(ops):
-            if not self.row and ops[i] in self.row_runs:
-                run = self.row_runs[ops[i]]
-                self.row_run(run)
-                i = ops.index(run.span[-1], i) + 1
-                continue
-            run = [ops[i]]
-            if _fusable(ops[i]):
-                shape = ops[i].operands[0].type.shape
-                while i + len(run) < len(ops):
-                    nxt = ops[i + len(run)]
-                    if nxt.name == "tile":
-                        run.append(nxt)
-                    elif _fusable(nxt) and nxt.operands[0].type.shape == shape:
-                        run.append(nxt)
-                    else:
-                        break
-                while run[-1].name == "tile":
-                    run.pop()
-            instrs = [op for op in run if op.name != "tile"]
-            if self.row and _fusable(instrs[0]):
-                i += len(run) + self.row_pass(instrs, ops[i + len(run):])
-                continue
-            if len(instrs) > 1:
-                self.fused(instrs)
+    def units(self, units: list) -> None:
+        """Print planned units in order (see the module docstring)."""
+        for u in units:
+            if isinstance(u, Single):
+                self.op(u.op)
             else:
-                for op in run:
-                    if op.name != "tile":
-                        self.op(op)
-            i += len(run)
-
-    # copies the host need not make: the destination is read where the source lies
-    def plan_views(self, body) -> None:
-        """Which textract, tload and tmov destinations become views of their source.
-
-        A view is a pointer (with a row stride, and for a GM source the valid rows and
-        columns) declared where the copy was; nothing is copied. It needs: the copy is the
-        only write of its destination; every read of the destination follows the copy in the
-        same region; no instruction from the copy to the last of those reads writes the
-        source's memory (an overlapping tile, or any GM tensor for a GM source); and every
-        reader can take a view: a textract or tload destination is read by tmatmul operands
-        only (a tload's through textract views too); a tmov destination, a contiguous alias
-        of the same dtype and shape, by anything."""
-        self.views: dict = {}       # tile -> (kind, source): "extract", "load" or "alias"
-        self.writes = _counts(body, dests)
-        regions = list(_regions(body))
-        for region in regions:
-            for i, op in enumerate(region):
-                if op.name not in ("textract", "tmov"):
-                    continue
-                d, src = op.operands
-                if op.name == "textract":
-                    if op.attrs.get("trans"):
-                        continue
-                    ok = _is_mm_operand
-                elif d.type.dtype == src.type.dtype and d.type.shape == src.type.shape:
-                    ok = _any_reader
-                else:
-                    continue
-                if self.view_ok(region, i, d, self.memory(src), ok):
-                    self.views[d] = ("extract" if op.name == "textract" else "alias", src)
-                    if op.name == "tmov":
-                        self.extent[d] = self.extent[src]
-        for region in regions:
-            for i, op in enumerate(region):
-                if op.name == "tload" and _loadable_in_place(op):
-                    d = op.operands[0]
-
-                    def ok(r, v):
-                        return _is_mm_operand(r, v) or (r.name == "textract" and
-                                                        self.views.get(r.operands[0], ("",))[0]
-                                                        == "extract")
-                    if self.view_ok(region, i, d, "gm", ok):
-                        self.views[d] = ("load", op.operands[1])
-
-    def memory(self, v):
-        """What a tile's content depends on: its arena bytes, or "gm" for a view of GM."""
-        while v in self.views:
-            kind, src = self.views[v]
-            if kind == "load":
-                return "gm"
-            v = src
-        return self.extent[v]
-
-    def view_ok(self, region, i, d, mem, reader_ok) -> bool:
-        """May d, written by region[i] from memory mem, be read in place (see plan_views)?"""
-        if self.writes.get(d, 0) != 1:
-            return False
-        readers, last = 0, -1
-        for p, top in enumerate(region[i + 1:]):
-            for op in _instrs([top]):
-                for v in sources(op):
-                    if v is d:
-                        if not reader_ok(op, d):
-                            return False
-                        readers += 1
-                        last = p
-                        if op.name == "textract":   # a view of the view: its reads count too
-                            last = max(last, self.last_read(region[i + 1:], op.operands[0]))
-        if readers == 0 or readers != self.reads.get(d, 0):
-            return False
-        return not _clobbers(region[i + 1:i + 2 + last], mem, self.extent)
-
-    def last_read(self, ops, v) -> int:
-        last = -1
-        for p, top in enumerate(ops):
-            if any(v is x for op in _instrs([top]) for x in sources(op)):
-                last = p
-        return last
+                getattr(self, _UNIT_METHODS[type(u)])(u)
 
     def operand(self, v) -> tuple:
         """(pointer, row stride, valid rows, valid columns) of a tmatmul operand; None where
@@ -285,18 +158,12 @@ class _Program(MoreInstrs, RowRuns):
         fn(op)
 
     # declarations and control flow
-    def name_tile(self, op) -> None:
-        v, t = op.result, op.result.type
-        self.names[v] = f"t{len(self.names)}"
-        start = self.base[t.space] + op.attrs.get("addr", 0)
-        self.extent[v] = (start, start + t.nbytes)
-
     def i_tile(self, op) -> None:
         v, t = op.result, op.result.type
-        if v in self.views or v in self.row_local:    # declared where they are used
+        if not self.plan.declared(v):      # views and row-local tiles: declared where used
             return
         self.emit(f"{t.dtype.c_type} *const {self.names[v]} = ({t.dtype.c_type} *)(B + "
-                  f"{self.base[t.space] + op.attrs.get('addr', 0)});  /* {t} */")
+                  f"{self.plan.extent[v][0]});  /* {t} */")
 
     def i_for(self, op) -> None:
         a = op.attrs
@@ -304,7 +171,7 @@ class _Program(MoreInstrs, RowRuns):
         self.emit(f"for (int64_t {v} = {self.ex(a['start'])}; {v} < {self.ex(a['stop'])}; "
                   f"{v} += {self.ex(a['step'])}) {{")
         self.depth += 1
-        self.ops(op.regions[0])
+        self.units(self.plan.bodies[op])
         self.depth -= 1
         self.emit("}")
 
@@ -371,7 +238,7 @@ class _Program(MoreInstrs, RowRuns):
         return f"pp_stream({self.gm_strides(gt)[0]} * {self.ex(gt.shape[0])} * {gt.dtype.itemsize})"
 
     def i_tload(self, op) -> None:
-        if op.operands[0] in self.views:
+        if op.operands[0] in self.plan.views:
             self.load_view(op)
             return
         self.copy_nest(op, to_gm=False)
@@ -400,7 +267,7 @@ class _Program(MoreInstrs, RowRuns):
 
     def i_tmov(self, op) -> None:
         d, s = op.operands
-        if d in self.views:
+        if d in self.plan.views:
             self.emit(f"{d.type.dtype.c_type} *const {self.tile(d)} = {self.tile(s)};  "
                       f"/* tmov: read in place */")
             return
@@ -429,7 +296,7 @@ class _Program(MoreInstrs, RowRuns):
         d, s = op.operands
         (r, c), C = d.type.shape, s.type.shape[-1]
         o0, o1 = (self.ex(o) for o in op.attrs["offsets"])
-        if d in self.views:
+        if d in self.plan.views:
             ptr, ld, rows, cols = self.operand(s)
             n = self.tile(d)
             self.emit(f"/* textract {n}: read in place (row stride {ld}), no copy */")
@@ -522,17 +389,15 @@ class _Program(MoreInstrs, RowRuns):
         return _subst_ab(tmpl, env), "int" if (is_int or dst.type.dtype.kind != "float") \
             else "float"
 
-    def fused(self, instrs: list) -> None:
-        """One loop nest over the common shape; a tile read only inside the run stays a
-        register value (rounded to its dtype, as a store and reload would)."""
+    def fused(self, unit) -> None:
+        """A planned run (c_plan.Fused): one loop nest over the common shape; a tile read
+        only inside the run stays a register value (rounded to its dtype, as a store and
+        reload would). A run with a fusion hazard prints its instructions one by one."""
+        instrs = unit.instrs
         shape = instrs[0].operands[0].type.shape
         flat = all(v.type.shape == shape for op in instrs for v in op.operands)
-        idx = [self.fresh() for _ in shape]
-        inside: dict = {}
-        for op in instrs:
-            for v in op.operands[1:]:
-                inside[v] = inside.get(v, 0) + 1
-        if self.fusion_hazard(instrs, inside):
+        idx = [self.fresh() for _ in shape]     # named even for a hazard: names stay put
+        if unit.hazard:
             for op in instrs:
                 self.op(op)
             return
@@ -554,52 +419,30 @@ class _Program(MoreInstrs, RowRuns):
             pos = at if flat else self.bcast_index(v.type.shape, shape, idx)
             return _ld(v.type.dtype, f"{self.tile(v)}[{pos}]")
 
-        self.chain(instrs, arg, lambda v: f"{self.tile(v)}[{at}]", inside, local, pad)
+        self.chain(instrs, arg, lambda v: f"{self.tile(v)}[{at}]", unit.stored, local, pad)
         self.emit("    " * (0 if flat else len(shape)) + "}")
 
-    def chain(self, instrs, arg, lvalue, inside: dict, local: dict, pad: str) -> None:
+    def chain(self, instrs, arg, lvalue, stored: list, local: dict, pad: str) -> None:
         """The statements of a run for one element: each result a local (rounded to its
-        dtype, as a store and reload would), stored (at lvalue(tile)) only when read outside
-        the run or by its own instruction."""
+        dtype, as a store and reload would), stored (at lvalue(tile)) only by the
+        instructions the plan says (stored)."""
         for op in instrs:
             dst = op.operands[0]
             expr, kind = self.elementwise_expr(op, arg)
             dt = dst.type.dtype
             var = self.fresh("v")
             ctype = "float" if dt.kind == "float" else "int64_t"
-            stored = _st(dt, expr, kind)
+            st = _st(dt, expr, kind)
             if dt.c_type == ctype:            # fp32, int64: the stored value is the value
-                self.emit(f"{pad}const {ctype} {var} = {stored};")
+                self.emit(f"{pad}const {ctype} {var} = {st};")
                 sv = var
             else:                             # rounded to the dtype, then widened back
                 sv = var + "_s"
-                self.emit(f"{pad}const {dt.c_type} {sv} = {stored};")
+                self.emit(f"{pad}const {dt.c_type} {sv} = {st};")
                 self.emit(f"{pad}const {ctype} {var} = {_ld(dt, sv)};")
-            if self.reads.get(dst, 0) != inside.get(dst, 0) or dst in op.operands[1:]:
+            if op in stored:
                 self.emit(f"{pad}{lvalue(dst)} = {sv};")
             local[dst] = var
-
-    def fusion_hazard(self, instrs: list, inside: dict) -> bool:
-        """Would one pass store into a tile's bytes before a later element of it is read?
-        (Buffers are reused after a tile's last use, which a single pass no longer respects
-        for tiles read from memory at other positions.)"""
-        produced: set = set()
-        reads, stores = [], []
-        for op in instrs:
-            dst = op.operands[0]
-            reads += [v for v in op.operands[1:] if v not in produced]
-            if self.reads.get(dst, 0) != inside.get(dst, 0) or dst in op.operands[1:]:
-                stores.append(dst)
-            produced.add(dst)
-        private = self.row.local if self.row else ()      # rows of their own
-        for s in reads:
-            for d in stores:
-                if s is d or s in private or d in private:
-                    continue
-                (a0, a1), (b0, b1) = self.extent[s], self.extent[d]
-                if a0 < b1 and b0 < a1:
-                    return True
-        return False
 
     def int_scalar(self, v) -> str:
         if isinstance(v, E.Expr):
@@ -734,11 +577,9 @@ class _Program(MoreInstrs, RowRuns):
         m, n = a_rows or str(M), b_cols or str(N)
         self.emit(f"if ({init}) memset({c}, 0, {M * N * acc.type.dtype.itemsize});")
         adt, bdt = (_MM_DT.get(x.type.dtype.name) for x in (a, b))
-        if acc.type.dtype.name == "f32" and adt and bdt:
+        if matmul_kernel(op):
             # the register-blocked kernel of the prelude; fp16/bf16 operands are widened to
-            # fp32 in the core's workspace
-            floats = (M * K if adt != "PP_F32" else 0) + (K * N if bdt != "PP_F32" else 0)
-            self.workspace_bytes = max(self.workspace_bytes, 4 * floats)
+            # fp32 in the core's workspace (its size planned: ProgramPlan.workspace_bytes)
             self.emit(f"pp_matmul({c}, {N}, {an}, {lda}, {adt}, {bn}, {ldb}, {bdt}, {m}, {n}, "
                       f"{kk}, (float *)(B + {self.workspace}));")
         else:     # other accumulators (integers): plain loops, each element in k order

@@ -1,6 +1,7 @@
-"""C text helpers shared by the renderer's modules: element loads and stores in the compute
-type, literals, strides, pointer arithmetic, reduction combines, walking a program's
-instructions and regions.
+"""C text helpers shared by the renderer's modules (c.py, c_more.py, c_rows.py): element loads
+and stores in the compute type, literals, strides, pointer arithmetic, reduction combines.
+
+Only spelling lives here; what to print is decided in c_plan.py.
 """
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import math
 
 from ..ir import expr as E
 from ..ir import ops as O
-from ..ir.instr import dests
 
 ACC_LANES = 16     # independent partial accumulators per reduced row: fixed order, vectorises
 
@@ -71,20 +71,6 @@ def _strides(shape) -> list:
 _MM_DT = {"f32": "PP_F32", "f16": "PP_F16", "bf16": "PP_BF16"}   # pp_matmul operand dtypes
 
 
-def _fusable(op) -> bool:
-    """Elementwise instructions whose element i depends only on their sources' element i."""
-    return op.name == "tcvt" or (op.name.startswith("t") and op.name[1:] in O.ELEMENTWISE)
-
-
-def _counts(body: list, which) -> dict:
-    """How often each tile is read (which=sources) or written (which=dests) in the program."""
-    out: dict = {}
-    for op in _instrs(body):
-        for v in which(op):
-            out[v] = out.get(v, 0) + 1
-    return out
-
-
 def _reduce_ops(kind: str, sdt) -> tuple[str, str, str]:
     """(identity, combine template over {acc} and {x}, work type) of a reduction."""
     ident, _, comb, _, _ = O.REDUCE[kind]
@@ -94,54 +80,6 @@ def _reduce_ops(kind: str, sdt) -> tuple[str, str, str]:
         comb = {"max": "({x} > {acc} ? {x} : {acc})",
                 "min": "({x} < {acc} ? {x} : {acc})"}.get(kind, comb)
     return ident, comb, work
-
-
-def _instrs(ops: list):
-    """The tile instructions among ops and inside their regions, in program order."""
-    for top in ops:
-        for op in top.walk():
-            if op.name not in ("tile", "for", "if", "arg"):
-                yield op
-
-
-def _regions(body: list):
-    """Every op list of the program: the body, then each region nested in it."""
-    yield body
-    for top in body:
-        for op in top.walk():
-            for region in op.regions:
-                yield region
-
-
-def _clobbers(ops: list, mem, extent: dict) -> bool:
-    """Does an instruction among ops write mem: arena bytes (lo, hi), or "gm" (any tensor)?"""
-    for op in _instrs(ops):
-        if mem == "gm":
-            if op.name in ("tstore", "tscatter"):
-                return True
-            continue
-        for w in dests(op):
-            lo, hi = extent[w]
-            if lo < mem[1] and mem[0] < hi:
-                return True
-    return False
-
-
-def _is_mm_operand(op, v) -> bool:
-    return op.name == "tmatmul" and op.operands[0] is not v
-
-
-def _any_reader(op, v) -> bool:
-    return True
-
-
-def _loadable_in_place(op) -> bool:
-    """A tload whose destination could be a pointer into GM: same dtype, a matrix (leading
-    tile dims 1) of a tensor of rank 2 or more."""
-    d, gm = op.operands
-    t, g = d.type, gm.type
-    return (t.dtype == g.dtype and t.rank >= 2 and g.rank >= t.rank
-            and all(x == 1 for x in t.shape[:-2]))
 
 
 def _paren(x: str) -> str:

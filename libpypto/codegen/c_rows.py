@@ -1,0 +1,319 @@
+"""Row-mode rendering, mixed into c._Program: prints a planned row run (c_plan.RowRun) as a
+loop over rows, and in it each instruction for row r of its tiles (`row_<instruction>`) and
+each pass over the row (c_plan.RowPass) with the reductions or the store it takes along.
+
+Which instructions form a row run, which tiles get a row on the stack, which loads are
+hoisted, which stores stream and what a pass takes along are decided in c_plan.py; this
+module only gives them C names and prints them.
+"""
+from __future__ import annotations
+
+from . import c_text as c
+
+
+class _RowState:
+    """The C names given while printing a row run: its row index, the row pointers of tiles
+    used in place, the tiles whose row the loop body touches, the stores' streaming flags."""
+
+    def __init__(self, run):
+        self.rows, self.local = run.rows, run.local
+        self.var = ""                 # the row index in C
+        self.ptr: dict = {}           # tile used in place -> its row pointer
+        self.used: set = set()        # tiles whose row the loop body touches
+        self.stream: dict = {}        # tstore -> its streaming flag
+
+
+class RowRuns:
+    """Rendering one row at a time: row_run prints a planned run, row_pass a pass over the
+    row, and the row_* methods an instruction for row r of its tiles."""
+
+    def row_run(self, run) -> None:
+        """for r < R: the run's units on row r (its local tiles declared per row)."""
+        for op in run.hoisted:
+            self.op(op)
+        state = _RowState(run)
+        r = state.var = self.fresh("r")
+        self.emit(f"/* {' '.join(op.name for op in run.body)}: one row at a time */")
+        self.emit("{")
+        self.depth += 1
+        for op in run.streams:
+            state.stream[op] = self.fresh("stream")
+            self.emit(f"const int {state.stream[op]} = {self.stream_test(op.operands[1])};")
+        self.emit(f"for (int64_t {r} = 0; {r} < {run.rows}; {r}++) {{")
+        self.depth += 1
+        at = len(self.lines)
+        self.row = state
+        self.units(run.units)
+        self.row = None
+        decl = []           # the rows the loop body uses, declared at its top
+        for v in run.tiles:
+            if v in state.used:
+                t, n = v.type, self.tile(v)
+                decl.append(f"{t.dtype.c_type} {n}[{t.shape[1]}];  /* row {r} of {t} */"
+                            if v in run.local else
+                            f"{t.dtype.c_type} *const {state.ptr[v]} = {n} + {r} * {t.shape[1]};")
+        self.lines[at:at] = ["    " * self.depth + line for line in decl]
+        self.depth -= 1
+        self.emit("}")
+        for var in state.stream.values():
+            self.emit(f"pp_store_end({var});")
+        self.depth -= 1
+        self.emit("}")
+
+    def row_ptr(self, v) -> str:
+        """Row r of tile v: its row of its own, a pointer to its row in place, or the tile
+        itself for tiles without a row dim (the same for every row)."""
+        run, t = self.row, v.type
+        if t.rank == 2 and t.shape[0] == run.rows:
+            run.used.add(v)
+            if v not in run.local:
+                run.ptr.setdefault(v, f"{self.tile(v)}r")
+                return run.ptr[v]
+        return self.tile(v)
+
+    def row_at(self, v, j: str) -> str:
+        """Element j of row r of tile v (its one element for (R, 1) and (1, 1) tiles)."""
+        return f"{self.row_ptr(v)}[{j if v.type.shape[-1] != 1 else 0}]"
+
+    def gm_row(self, op) -> tuple[str, str]:
+        """Row r of a row-mode tload/tstore: declares how many of its elements are valid
+        (none for rows past the valid region), returns that and the row's GM address."""
+        t, gm = op.operands
+        R, C = t.type.shape
+        offs = [self.ex(o) for o in op.attrs["offsets"]]
+        valid = op.attrs["valid"]
+        r = self.row.var
+        cond = [] if isinstance(valid[-2], int) and valid[-2] >= R else \
+            [f"{r} < {self.clamp(R, valid[-2])}"]
+        cond += [f"{self.ex(v)} > 0" for v in valid[:-2] if not (isinstance(v, int) and v >= 1)]
+        n = self.fresh("n")
+        cols = self.clamp(C, valid[-1])
+        self.emit(f"const int64_t {n} = {' && '.join(cond)} ? {cols} : 0;  /* valid in row {r} */"
+                  if cond else f"const int64_t {n} = {cols};  /* valid in row {r} */")
+        gst = self.gm_strides(gm.type)
+        row = r if offs[-2] == "0" else f"{offs[-2]} + {r}"
+        terms = list(zip(offs[:-2], gst[:-2])) + [(row, gst[-2]), (offs[-1], "1")]
+        return n, c._at(self.names[gm], terms)
+
+    def row_tload(self, op) -> None:
+        d, gm = op.operands
+        C, dt, gdt = d.type.shape[1], d.type.dtype, gm.type.dtype
+        dst = self.row_ptr(d)
+        self.emit("{")
+        self.depth += 1
+        n, src = self.gm_row(op)
+        if dt == gdt:
+            self.emit(f"if ({n}) memcpy({dst}, {src}, {n} * {dt.itemsize});")
+        else:
+            j = self.fresh("j")
+            self.emit(f"for (int64_t {j} = 0; {j} < {n}; {j}++) "
+                      f"{dst}[{j}] = {c._st(dt, c._ld(gdt, f'({src})[{j}]'), gdt.kind)};")
+        self.emit(f"if ({n} < {C}) memset({dst} + {n}, 0, ({C} - {n}) * {dt.itemsize});")
+        self.depth -= 1
+        self.emit("}")
+
+    def row_tstore(self, op) -> None:
+        t, gm = op.operands
+        dt, gdt = t.type.dtype, gm.type.dtype
+        src = self.row_ptr(t)
+        self.emit("{")
+        self.depth += 1
+        n, dst = self.gm_row(op)
+        if op in self.row.stream:
+            self.emit(f"if ({n}) pp_store({dst}, {src}, {n} * {dt.itemsize}, "
+                      f"{self.row.stream[op]});")
+        else:
+            j = self.fresh("j")
+            self.emit(f"for (int64_t {j} = 0; {j} < {n}; {j}++) "
+                      f"({dst})[{j}] = {c._st(gdt, c._ld(dt, f'{src}[{j}]'), dt.kind)};")
+        self.depth -= 1
+        self.emit("}")
+
+    def row_texpands(self, op) -> None:
+        d = op.operands[0]
+        j = self.fresh("j")
+        self.emit(f"for (int64_t {j} = 0; {j} < {d.type.shape[1]}; {j}++) "
+                  f"{self.row_at(d, j)} = {self.fill_value(op)};")
+
+    def row_treduce(self, op) -> None:
+        dst, src = op.operands
+        C = src.type.shape[1]
+        kind = op.attrs["kind"]
+        ident, comb, work = c._reduce_ops(kind, src.type.dtype)
+        self.emit("{")
+        self.depth += 1
+        n = self.fresh("v")
+        self.emit(f"const int64_t {n} = {self.clamp(C, op.attrs['valid'][1])};")
+        row = self.row_ptr(src)
+        if C >= c.ACC_LANES:
+            self.lane_reduce(row, src.type.dtype, n, ident, comb, work, kind)
+        else:
+            self.lane_result = acc = self.fresh("acc")
+            j = self.fresh("j")
+            x = c._ld(src.type.dtype, f"{row}[{j}]")
+            self.emit(f"{work} {acc} = {ident};")
+            self.emit(f"for (int64_t {j} = 0; {j} < {n}; {j}++) "
+                      f"{acc} = {comb.format(acc=acc, x=x)};")
+        self.emit(f"{self.row_at(dst, '0')} = "
+                  f"{c._st(dst.type.dtype, self.lane_result, 'float' if work == 'float' else 'int')};")
+        self.depth -= 1
+        self.emit("}")
+
+    def row_pass(self, unit) -> None:
+        """A planned pass over row r (c_plan.RowPass): its elementwise instructions as one
+        loop over the columns; a reduction taken along accumulates each element as it is
+        made, in the lanes and the order of treduce; a store taken along writes the values
+        straight to GM (in streamed 64-byte pieces when the output is big)."""
+        instrs, reds, store = unit.instrs, unit.reductions, unit.store
+        C = instrs[0].operands[0].type.shape[-1]
+        names = " ".join(op.name for op in instrs + reds + ([store] if store else []))
+        self.emit(f"{{   /* {names}: one pass over the row */")
+        self.depth += 1
+        pre = self.row_scalars(instrs)
+        lanes = [_Lanes(self, red, C) for red in reds]
+
+        def element(j: str, k: str, pad: str) -> str:
+            return self.row_element(unit, pre, lanes, j, k, pad)
+
+        if store:
+            self.row_sink(store, element)
+        elif lanes:
+            self.row_lanes(C, lanes, element)
+        elif C == 1:          # per-row scalars
+            element("0", "0", "")
+        else:
+            j = self.fresh("j")
+            self.emit(f"for (int64_t {j} = 0; {j} < {C}; {j}++) {{")
+            element(j, "0", "    ")
+            self.emit("}")
+        self.depth -= 1
+        self.emit("}")
+
+    def row_scalars(self, instrs: list) -> dict:
+        """The per-row scalars ((R, 1) sources) a pass reads, loaded once: tile -> C name."""
+        made = [op.operands[0] for op in instrs]
+        pre: dict = {}
+        for op in instrs:
+            for v in op.operands[1:]:
+                if v not in made and v not in pre and v.type.shape[-1] == 1:
+                    pre[v] = self.fresh("s")
+                    ct = "float" if v.type.dtype.kind == "float" else "int64_t"
+                    self.emit(f"const {ct} {pre[v]} = {c._ld(v.type.dtype, self.row_at(v, '0'))};")
+        return pre
+
+    def row_element(self, unit, pre: dict, lanes: list, j: str, k: str, pad: str) -> str:
+        """Prints the pass for column j (lane k) at indent pad; returns the value to store, if
+        the pass takes a store along."""
+        local: dict = {}
+
+        def arg(v):
+            if v in local:
+                return local[v]
+            return pre[v] if v in pre else c._ld(v.type.dtype, self.row_at(v, j))
+
+        self.chain(unit.instrs, arg, lambda v: self.row_at(v, j), unit.stored, local, pad)
+        for ln in lanes:
+            ln.step(local[ln.src], j, k, pad)
+        if unit.store:
+            t, gm = unit.store.operands
+            return c._st(gm.type.dtype, local[t], "float" if t.type.dtype.kind == "float"
+                         else "int")
+        return ""
+
+    def row_lanes(self, C: int, lanes: list, element) -> None:
+        """The loop of a pass with reductions: ACC_LANES columns at a time, then the tail,
+        then each reduction's lanes combined."""
+        j, k = self.fresh("j"), self.fresh("k")
+        self.emit(f"int64_t {j} = 0;")
+        self.emit(f"for (; {j} + {c.ACC_LANES} <= {C}; {j} += {c.ACC_LANES})")
+        self.emit(f"    PP_LANES for (int {k} = 0; {k} < {c.ACC_LANES}; {k}++) {{")
+        element(f"{j} + {k}", k, "        ")
+        self.emit("    }")
+        if C % c.ACC_LANES:
+            self.emit(f"for (int {k} = 0; {j} + {k} < {C}; {k}++) {{")
+            element(f"{j} + {k}", k, "    ")
+            self.emit("}")
+        for ln in lanes:
+            ln.close()
+
+    def row_sink(self, store, element) -> None:
+        """The loop of a pass that ends in a store: valid elements of row r only, written to
+        GM as they are made; a big output in 64-byte pieces, streamed when aligned."""
+        gdt = store.operands[1].type.dtype
+        n, at = self.gm_row(store)
+        g = self.fresh("g")
+        self.emit(f"{gdt.c_type} *const {g} = {at};")
+        j = self.fresh("j")
+        stream = self.row.stream.get(store)
+        if stream:
+            w, k, o = 64 // gdt.itemsize, self.fresh("k"), self.fresh("o")
+            self.emit(f"int64_t {j} = 0;")
+            self.emit(f"for (; {j} + {w} <= {n}; {j} += {w}) {{")
+            self.emit(f"    {gdt.c_type} {o}[{w}];")
+            self.emit(f"    PP_LANES for (int {k} = 0; {k} < {w}; {k}++) {{")
+            value = element(f"{j} + {k}", k, "        ")
+            self.emit(f"        {o}[{k}] = {value};")
+            self.emit("    }")
+            self.emit(f"    pp_put64({g} + {j}, {o}, {stream});")
+            self.emit("}")
+            self.emit(f"for (; {j} < {n}; {j}++) {{")
+        else:
+            self.emit(f"for (int64_t {j} = 0; {j} < {n}; {j}++) {{")
+        value = element(j, "0", "    ")
+        self.emit(f"    {g}[{j}] = {value};")
+        self.emit("}")
+
+
+class _Lanes:
+    """The lanes of a reduction along the row taken into the pass that makes its source:
+    element j goes to lane j % ACC_LANES in order of j, then the tree, as in lane_reduce (a
+    float max/min keeps NaNs in lanes of their own, merged before the tree: the same result
+    as the NaN-propagating combine)."""
+
+    def __init__(self, prog, red, C: int):
+        self.p, (self.dst, self.src) = prog, red.operands
+        self.kind = red.attrs["kind"]
+        self.ident, self.comb, self.work = c._reduce_ops(self.kind, self.src.type.dtype)
+        self.split = self.work == "float" and self.kind in ("max", "min")
+        self.lanes, self.k = prog.fresh("lane"), prog.fresh("k")
+        valid = red.attrs["valid"][1]
+        self.n = None
+        if not (isinstance(valid, int) and valid >= C):
+            self.n = prog.fresh("n")
+            prog.emit(f"const int64_t {self.n} = {prog.clamp(C, valid)};")
+        prog.emit(f"{self.work} {self.lanes}[{c.ACC_LANES}];")
+        prog.emit(f"for (int {self.k} = 0; {self.k} < {c.ACC_LANES}; {self.k}++) "
+                  f"{self.lanes}[{self.k}] = {self.ident};")
+        if self.split:
+            self.nans = prog.fresh("nan")
+            prog.emit(f"float {self.nans}[{c.ACC_LANES}] = {{0}};  /* NaNs met by each lane */")
+
+    def step(self, x: str, j: str, k: str, pad: str) -> None:
+        lane = f"{self.lanes}[{k}]"
+        if self.split:
+            cmp = {"max": ">", "min": "<"}[self.kind]
+            nan = f"{self.nans}[{k}]"
+            upd = [(lane, f"{x} {cmp} {lane} ? {x} : {lane}"), (nan, f"{x} != {x} ? {x} : {nan}")]
+        else:
+            if self.kind == "sum" and self.work == "float":
+                # x + 0.0f keeps gcc from fusing a product x into the lane's add (one
+                # rounding where a store and reload of the product gives two); a lane is
+                # never -0, so adding x + 0.0f (+0 for -0) is adding x
+                x = f"({x} + 0.0f)"
+            upd = [(lane, self.comb.format(acc=lane, x=x))]
+        for target, e in upd:
+            if self.n:           # only the valid columns count
+                e = f"{j} < {self.n} ? {c._paren(e)} : {target}"
+            self.p.emit(f"{pad}{target} = {e};")
+
+    def close(self) -> None:
+        p, k, lanes = self.p, self.k, self.lanes
+        if self.split:
+            nans = self.nans
+            p.emit(f"for (int {k} = 0; {k} < {c.ACC_LANES}; {k}++) "
+                   f"{lanes}[{k}] = {nans}[{k}] != {nans}[{k}] ? {nans}[{k}] : {lanes}[{k}];")
+        res = p.lane_tree(lanes, self.comb, k, self.kind if self.split else None)
+        kind = "float" if self.work == "float" else "int"
+        p.emit(f"{p.row_at(self.dst, '0')} = {c._st(self.dst.type.dtype, res, kind)};")
+
+

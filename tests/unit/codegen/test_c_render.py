@@ -1,0 +1,57 @@
+"""The C renderer prints what the plan decides (libpypto/codegen/c.py, c_rows.py), and keeps
+one method per tile instruction: `i_<instruction>` (`i_elementwise` for the elementwise
+family) and `row_<instruction>` in row mode, the names op definitions refer to.
+
+The C of every example is compared byte for byte by the golden tests and scripts/replay.py;
+these cases cover plan outcomes the examples do not reach (a row pass split over a hazard).
+"""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+from libpypto.codegen import c
+from libpypto.ir import ops as O
+from libpypto.ir.verify import TILE_INSTRS
+
+HERE = pathlib.Path(__file__).parent
+_spec = importlib.util.spec_from_file_location("plan_cases", HERE / "test_c_plan.py")
+cases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cases)
+
+
+def c_of(doc) -> str:
+    """The C of the document's programs, without the prelude."""
+    src = c.render(doc, [op for op in doc.body if op.name == "program"])
+    return src[src.index("static void p0("):]
+
+
+def test_every_tile_instruction_has_its_method():
+    elementwise = {"t" + n for n in O.ELEMENTWISE}
+    missing = [n for n in sorted(TILE_INSTRS - elementwise) if not hasattr(c._Program, "i_" + n)]
+    assert not missing
+    assert hasattr(c._Program, "i_elementwise")
+    for n in ("tload", "tstore", "treduce", "texpands"):
+        assert hasattr(c._Program, "row_" + n)
+
+
+def test_views_print_no_copy():
+    src = c_of(cases.exec_doc(cases.MATMUL_BODY.replace("CLOBBER", ""), cases.MATMUL, "cube"))
+    assert src.count("read in place") == 4          # two tloads, two textracts
+    assert "pp_matmul(" in src
+
+
+def test_fused_run_prints_one_loop_and_a_hazard_one_per_instruction():
+    one = c_of(cases.exec_doc(cases.FUSE_BODY.replace("ADDR", "4096"), cases.FUSE))
+    assert "/* texp tadd: one pass */" in one
+    apart = c_of(cases.exec_doc(cases.FUSE_BODY.replace("ADDR", "1024"), cases.FUSE))
+    assert "one pass" not in apart and "pp_expf" in apart
+
+
+def test_split_row_pass_prints_one_pass_per_instruction():
+    split = c_of(cases.exec_doc(cases.WIDE_BODY.replace("ADDR", "0"), cases.WIDE))
+    assert "/* tload texp tadd tstore tstore: one row at a time */" in split
+    assert "/* texp: one pass over the row */" in split
+    assert "/* tadd: one pass over the row */" in split
+    whole = c_of(cases.exec_doc(cases.WIDE_BODY.replace("ADDR", "1049088"), cases.WIDE))
+    assert "/* texp tadd: one pass over the row */" in whole
