@@ -216,10 +216,13 @@ class Anything(Kind):
 
 def check_fields(v: dict, schema: dict, open_: bool = False) -> str | None:
     """The first problem of a dict against a schema (name -> (kind, required)), or None."""
-    for name, (kind, required) in schema.items():
+    missing = [name for name, (_, required) in schema.items() if required and name not in v]
+    if len(missing) == 1:
+        return f"needs {missing[0]} ({schema[missing[0]][0].what})"
+    if missing:
+        return f"needs {', '.join(missing)}"
+    for name, (kind, _) in schema.items():
         if name not in v:
-            if required:
-                return f"needs {name} ({kind.what})"
             continue
         p = kind.problem(v[name])
         if p is not None:

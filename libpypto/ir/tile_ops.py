@@ -106,13 +106,11 @@ def v_elementwise(op, err) -> None:
 
 
 def v_same_size(op, err) -> None:
-    """tmov, tcvt, treshape: the same number of elements (tmov, tcvt: the same shape)."""
+    """tmov, tcvt, treshape: a flat copy of as many elements (tmov and tcvt may convert the
+    dtype, treshape may not)."""
     dst, src = op.operands[0].type, op.operands[1].type
-    if op.name == "treshape":
-        if dst.nbytes // dst.dtype.itemsize != src.nbytes // src.dtype.itemsize \
-                or dst.dtype != src.dtype:
-            err(f"treshape of {src} into {dst}")
-    elif dst.shape != src.shape:
+    if dst.nbytes // dst.dtype.itemsize != src.nbytes // src.dtype.itemsize or \
+            (op.name == "treshape" and dst.dtype != src.dtype):
         err(f"{op.name} of a {src} tile into a {dst} tile")
 
 
