@@ -8,19 +8,20 @@ Loads of the same footprint into tiles of another type (space or dtype) stay apa
 from __future__ import annotations
 
 from ..ir.core import Document, copy_doc
-from .footprint import access_key, blocks, replace_uses
+from .footprint import access_key, blocks, grid_key, replace_uses
 
 
 def cse(doc: Document, *, target) -> Document:
     """Share one tile between duplicate loads (same footprint, same tile type)."""
     doc = copy_doc(doc)
     for blk in blocks(doc):
-        blk.regions[0] = share_loads(blk.regions[0])
+        blk.regions[0] = share_loads(blk.regions[0], blk.attrs["grid"])
     return doc
 
 
-def share_loads(body: list) -> list:
-    """The block body with duplicate loads dropped (edits body's ops)."""
+def share_loads(body: list, grid: list) -> list:
+    """The body of a block over grid with duplicate loads dropped (edits body's ops)."""
+    grid = grid_key(grid)
     loaded: dict = {}        # gm -> {footprint key + tile type: tile loaded from there}
     alias: dict = {}
     dead_tiles: set = set()
@@ -35,7 +36,7 @@ def share_loads(body: list) -> list:
         elif op.name == "tload":
             dst = op.operands[0]
             seen = loaded.setdefault(op.operands[1], {})
-            key = access_key(op) + (dst.type,)
+            key = access_key(op, grid) + (dst.type,)
             if key in seen:
                 alias[dst] = seen[key]
                 dead_tiles.add(dst)

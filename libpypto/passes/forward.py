@@ -12,19 +12,21 @@ from __future__ import annotations
 
 from ..ir.core import Document, Op, copy_doc
 from .assign_memory import pipe_of
-from .footprint import access_key, blocks, replace_uses
+from .footprint import access_key, blocks, grid_key, replace_uses
 
 
 def forward(doc: Document, *, target) -> Document:
     """Forward stored tiles to later loads of the same footprint (alias, or tmov)."""
     doc = copy_doc(doc)
     for blk in blocks(doc):
-        blk.regions[0] = forward_body(blk.regions[0])
+        blk.regions[0] = forward_body(blk.regions[0], blk.attrs["grid"])
     return doc
 
 
-def forward_body(body: list) -> list:
-    """The block body with loads of just-stored footprints replaced (edits body's ops)."""
+def forward_body(body: list, grid: list) -> list:
+    """The body of a block over grid with loads of just-stored footprints replaced (edits
+    body's ops)."""
+    grid = grid_key(grid)
     stored: dict = {}        # gm -> {footprint key: tile last stored there}
     alias: dict = {}
     dead_tiles: set = set()
@@ -33,12 +35,12 @@ def forward_body(body: list) -> list:
     for op in body:
         op.operands = [alias.get(v, v) for v in op.operands]
         if op.name == "tstore":
-            stored[op.operands[1]] = {access_key(op): op.operands[0]}
+            stored[op.operands[1]] = {access_key(op, grid): op.operands[0]}
         elif op.name in ("tscatter", "tgather"):
             for v in op.operands:
                 stored.pop(v, None)
         elif op.name == "tload":
-            src = stored.get(op.operands[1], {}).get(access_key(op))
+            src = stored.get(op.operands[1], {}).get(access_key(op, grid))
             if src is not None:
                 dst = op.operands[0]
                 if src.type == dst.type or (dst in only_stored and src.type.space in

@@ -18,11 +18,19 @@ Groups become blocks in dependency order; region ops (loop, if) are fused inside
 across. The blocks' bodies are the members' bodies one after the other: forward, cse and dce
 then keep intermediates on chip and drop what nobody reads.
 
-The cycle check is a hand-written search rather than networkx: the group graph changes on
-every merge (networkx would rebuild or contract it, copying), and the search is bounded by
-program order (edges run forward, so no group that starts after the target group's last
-kernel can lead back to it), which keeps fusion linear in the number of kernels; a generic
-reachability query would walk everything downstream of the source group instead.
+Footprints are compared in the canonical form of footprint.py, the same that forward and
+cse use, so what fuse counts as instance-local is what forward keeps on chip.
+
+The cycle check does not use networkx. The group graph changes with every merge (networkx
+would contract nodes, moving edge dicts, on each), and the question is narrower than
+reachability: edges run forward in program order, so the search from one group may stop at
+any group that starts after the other group's last kernel. nx.has_path has no such bound:
+when the answer is no, which is the common case (the merge goes ahead), it explores what
+is reachable from the source or what reaches the target, up to the whole rest or start of
+the program per query: quadratic in the worst case. Bounding it takes a
+subgraph_view with a node filter, i.e. the same search as here behind networkx's views. On
+bench/compile_scaling.py the two cost the same (the buffer-fit check dominates), so the
+reason is the worst case and one less moving part.
 """
 from __future__ import annotations
 
@@ -32,7 +40,7 @@ from ..errors import UsageError
 from ..ir.core import Document, Op, clone_ops, copy_doc
 from .alloc import plan
 from .cse import share_loads
-from .footprint import access_key
+from .footprint import access_key, grid_key
 from .forward import forward_body
 
 
@@ -97,12 +105,12 @@ class _Fuser:
     def _accesses(k: Op) -> list:
         """(gm tensor, r|w, footprint key, at top level) of every GM access of a kernel;
         GM-direct instructions count as whole-region accesses that never fuse."""
-        out = []
+        out, grid = [], grid_key(k.attrs["grid"])
         for top in k.regions[0]:
             for op in top.walk():
                 if op.name in ("tload", "tstore"):
                     mode = "r" if op.name == "tload" else "w"
-                    out.append((op.operands[1], mode, access_key(op), op in k.regions[0]))
+                    out.append((op.operands[1], mode, access_key(op, grid), op in k.regions[0]))
                 elif op.name == "tgather":
                     out.append((op.operands[1], "r", ("region", id(op)), False))
                 elif op.name == "tscatter":
@@ -178,7 +186,8 @@ class _Fuser:
 
     def _fits(self, members: list) -> bool:
         """Does the fused block fit the buffers, once forward and cse have run on it?"""
-        body = share_loads(forward_body(self.body(members)))
+        grid = self.kernels[members[0]].attrs["grid"]
+        body = share_loads(forward_body(self.body(members), grid), grid)
         _, peak = plan(body, self.target)
         return all(used <= self.target.buffer(s) for s, used in peak.items())
 
