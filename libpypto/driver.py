@@ -14,7 +14,7 @@ import threading
 from contextlib import contextmanager
 
 from .errors import CompileError, InputError, PyptoError, UsageError
-from .ir.core import Document, level_index
+from .ir.core import VERSION, Document, level_index
 from .ir.verify import verify_or_raise
 
 NEXT_TOOL = {"tensor": "pypto-lower", "tile": "pypto-lower", "block": "pypto-lower",
@@ -48,12 +48,23 @@ def parse_ir(data: bytes, source: str = "<input>") -> Document:
         except ValueError as exc:
             raise InputError(f"{source}: {exc}") from None
         serde.check_version(list(doc.version), source)
+    if tuple(doc.version) < VERSION:         # an older minor: brought up to this one
+        _upgrade(doc)
     try:
         verify_or_raise(doc, f"in {source}")
     except PyptoError as exc:
         raise InputError(str(exc)) from None
     doc.source = source
     return doc
+
+
+def _upgrade(doc: Document) -> None:
+    """1.0 -> 1.1: the target record is made whole (1.0 kept name, align, buffers and
+    mixed_programs only)."""
+    if "target" in doc.attrs:
+        from .targets import upgrade_record
+        doc.attrs["target"] = upgrade_record(doc.attrs["target"])
+    doc.version = VERSION
 
 
 def _looks_like_text_ir(s: str) -> bool:

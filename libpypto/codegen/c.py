@@ -46,6 +46,7 @@ from importlib import resources
 from ..errors import PyptoError
 from ..ir import expr as E
 from ..ir import ops as O
+from ..ir.defs import OPS
 from ..ir.types import TensorType, TileType
 from .c_more import MoreInstrs
 from .c_plan import Fused, RowPass, RowRun, Single, arena_layout, matmul_kernel, plan_program
@@ -148,14 +149,11 @@ class _Program(MoreInstrs, RowRuns):
     def op(self, op) -> None:
         if op.name == "tile":
             return
-        fn = getattr(self, ("row_" if self.row else "i_") + op.name, None) or \
-            getattr(self, "i_" + op.name, None)
-        if fn is None:
-            if op.name[1:] in O.ELEMENTWISE and op.name.startswith("t"):
-                fn = self.i_elementwise
-            else:
-                raise PyptoError(f"C backend: no rule for instruction {op.name!r}", op.loc)
-        fn(op)
+        d = OPS.get(op.name)
+        if d is None or "c" not in d.impl:
+            raise PyptoError(f"C backend: no rule for instruction {op.name!r}", op.loc)
+        row = self.row and getattr(self, "row_" + op.name, None)    # row mode, where it has one
+        (row or getattr(self, d.impl["c"]))(op)
 
     # declarations and control flow
     def i_tile(self, op) -> None:

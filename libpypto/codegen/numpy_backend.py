@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..errors import PyptoError
 from ..ir import expr as E
 from ..ir import ops as O
+from ..ir.defs import OPS
 
 
 def render(doc, programs: list) -> str:
@@ -17,10 +18,7 @@ def render(doc, programs: list) -> str:
              f"{len(programs)} program(s)",
              "import numpy as np",
              "import ml_dtypes",
-             "from libpypto.runtime.npkern import (tcopy, telementwise, texpands, textract, tgather,",
-             "                                    tiota, tload, tmatmul, treduce, targreduce,",
-             "                                    tscan, tscatter, tsort, tstore, ttrans, ttri)",
-             ""]
+             *_imports(), ""]
     for p in programs:
         lines.extend(_Program(p).render())
         lines.append("")
@@ -28,12 +26,18 @@ def render(doc, programs: list) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _imports() -> list[str]:
+    """The import of every npkern function an instruction's definition names."""
+    import textwrap
+    names = sorted({d.impl["numpy"] for d in OPS.values() if "numpy" in d.impl})
+    head = "from libpypto.runtime.npkern import ("
+    return textwrap.wrap(head + ", ".join(names) + ")", 96,
+                         subsequent_indent=" " * len(head))
+
+
 def _np_dtype(dt) -> str:
     return "ml_dtypes.bfloat16" if dt.name == "bf16" else f"np.{dt.np.name}" \
         if dt.name != "bool" else "np.bool_"
-
-
-_GENERIC = {"tiota", "ttri", "ttrans", "targreduce", "tscan", "tsort", "tgather", "tscatter"}
 
 
 class _Program:
@@ -72,56 +76,62 @@ class _Program:
         return self.names.get(v) or v.name
 
     def op(self, op, d: int) -> None:
-        n = op.name
-        a = op.attrs
+        n, a = op.name, op.attrs
         if n == "tile":
             name = f"t{len(self.names)}"
             self.names[op.result] = name
             t = op.result.type
             self.emit(d, f"{name} = np.empty({tuple(t.shape)!r}, {_np_dtype(t.dtype)})  # {t}")
-        elif n == "for":
+            return
+        if n == "for":
             self.emit(d, f"for {a['var']} in range({self.ex(a['start'])}, {self.ex(a['stop'])}, "
                          f"{self.ex(a['step'])}):")
             for inner in op.regions[0]:
                 self.op(inner, d + 1)
-        elif n == "tload":
-            dst, src = op.operands
-            self.emit(d, f"tload({self.t(dst)}, {self.t(src)}, {self.exs(a['offsets'])}, "
-                         f"{self.exs(a['valid'])})")
-        elif n == "tstore":
-            src, dst = op.operands
-            self.emit(d, f"tstore({self.t(src)}, {self.t(dst)}, {self.exs(a['offsets'])}, "
-                         f"{self.exs(a['valid'])})")
-        elif n in ("tmov", "tcvt", "treshape"):
-            self.emit(d, f"tcopy({self.t(op.operands[0])}, {self.t(op.operands[1])})")
-        elif n == "textract":
-            self.emit(d, f"textract({self.t(op.operands[0])}, {self.t(op.operands[1])}, "
-                         f"{self.exs(a['offsets'])}, trans={bool(a.get('trans'))})")
-        elif n == "texpands":
-            v = a["value"]
-            self.emit(d, f"texpands({self.t(op.operands[0])}, {self.val(v)})")
-        elif n == "treduce":
-            self.emit(d, f"treduce({self.t(op.operands[0])}, {self.t(op.operands[1])}, "
-                         f"{a['kind']!r}, {tuple(a['dims'])!r}, {self.exs(a['valid'])})")
-        elif n == "tmatmul":
-            acc, x, y = (self.t(v) for v in op.operands)
-            self.emit(d, f"tmatmul({acc}, {x}, {y}, {self.ex(a['init'])}, "
-                         f"{self.ex(a['k_valid'])})")
-        elif n.startswith("t") and n[1:] in O.ELEMENTWISE:
-            args = ", ".join(self.t(v) for v in op.operands)
-            extra = ""
-            if "scalar" in a:
-                s = a["scalar"]
-                extra = f", scalar={self.val(s)}, scalar_side={a.get('scalar_side', 'rhs')!r}"
-            self.emit(d, f"telementwise({n[1:]!r}, {args}{extra})")
-        elif n in _GENERIC:
-            args = [self.t(v) for v in op.operands]
-            if n == "tscatter" and len(args) == 2:
-                args.append("None")
-            kw = [f"{k}={self.val(v)}" for k, v in sorted(a.items()) if k != "pipe"]
-            self.emit(d, f"{n}({', '.join(args + kw)})")
-        else:
+            return
+        fn = OPS[n].impl.get("numpy") if n in OPS else None
+        if fn is None:
             raise PyptoError(f"numpy backend: no rule for instruction {n!r}", op.loc)
+        args = _FORMS.get(n, _Program.generic)(self, op)
+        self.emit(d, f"{fn}({args})")
+
+    # the arguments of each instruction's call (npkern's signatures)
+    def generic(self, op) -> str:
+        args = [self.t(v) for v in op.operands]
+        if op.name == "tscatter" and len(args) == 2:
+            args.append("None")
+        kw = [f"{k}={self.val(v)}" for k, v in sorted(op.attrs.items()) if k != "pipe"]
+        return ", ".join(args + kw)
+
+    def box(self, op) -> str:
+        tile, gm = (self.t(v) for v in op.operands)
+        return f"{tile}, {gm}, {self.exs(op.attrs['offsets'])}, {self.exs(op.attrs['valid'])}"
+
+    def two(self, op) -> str:
+        return f"{self.t(op.operands[0])}, {self.t(op.operands[1])}"
+
+    def extract(self, op) -> str:
+        return f"{self.two(op)}, {self.exs(op.attrs['offsets'])}, " \
+               f"trans={bool(op.attrs.get('trans'))}"
+
+    def expands(self, op) -> str:
+        return f"{self.t(op.operands[0])}, {self.val(op.attrs['value'])}"
+
+    def reduce(self, op) -> str:
+        a = op.attrs
+        return f"{self.two(op)}, {a['kind']!r}, {tuple(a['dims'])!r}, {self.exs(a['valid'])}"
+
+    def matmul(self, op) -> str:
+        acc, x, y = (self.t(v) for v in op.operands)
+        return f"{acc}, {x}, {y}, {self.ex(op.attrs['init'])}, {self.ex(op.attrs['k_valid'])}"
+
+    def elementwise(self, op) -> str:
+        args = ", ".join(self.t(v) for v in op.operands)
+        extra = ""
+        if "scalar" in op.attrs:
+            extra = f", scalar={self.val(op.attrs['scalar'])}, " \
+                    f"scalar_side={op.attrs.get('scalar_side', 'rhs')!r}"
+        return f"{op.name[1:]!r}, {args}{extra}"
 
     def val(self, v) -> str:
         """An attribute as a Python expression (symbolic parts evaluated at run time)."""
@@ -134,3 +144,9 @@ class _Program:
         if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
             return f"float({repr(v)!r})"
         return repr(v)
+
+
+_FORMS = {"tload": _Program.box, "tstore": _Program.box, "tmov": _Program.two,
+          "tcvt": _Program.two, "treshape": _Program.two, "textract": _Program.extract,
+          "texpands": _Program.expands, "treduce": _Program.reduce, "tmatmul": _Program.matmul,
+          **{"t" + n: _Program.elementwise for n in O.ELEMENTWISE}}

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from ..ir import expr as E
 from ..ir import ops as O
+from ..ir.defs import OPS
 
-_MOVES = {"tmov": "TMOV", "tcvt": "TCVT", "treshape": "TRESHAPE", "textract": "TEXTRACT",
-          "texpands": "TEXPANDS"}
+_MOVES = ("tmov", "tcvt", "treshape", "textract", "texpands")    # listed with their offsets
 
 
 def listing(programs: list) -> str:
@@ -92,9 +92,9 @@ def _instr(op, names: dict, lines: list, depth: int) -> None:
             extra += ", transposed"
         if n == "texpands":
             extra = f"  ; value {a['value']}"
-        text = f"{_MOVES[n]} {', '.join(ops)}{extra}"
+        text = f"{OPS[n].pto} {', '.join(ops)}{extra}"
     elif n.startswith("t") and n[1:] in O.ELEMENTWISE:
-        base = O.ELEMENTWISE[n[1:]].pto
+        base = OPS[n].pto
         if "scalar" in a:
             s = a["scalar"]
             s = E.to_str(s) if isinstance(s, E.Expr) else repr(s)
@@ -105,5 +105,5 @@ def _instr(op, names: dict, lines: list, depth: int) -> None:
             suffix = "  ; broadcast" if len(shapes) > 1 else ""
             text = f"{base} {', '.join(ops)}{suffix}"
     else:
-        text = f"{n.upper()} {', '.join(ops)}"
+        text = f"{OPS[n].pto} {', '.join(ops)}"
     lines.append(f"{ind}{pipe:<5} {text}")

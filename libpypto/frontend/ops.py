@@ -9,6 +9,7 @@ import math
 
 from ..ir import expr as E
 from ..ir import ops as O
+from ..ir.tensor_ops import aligned_problem
 from ..ir.types import BOOL, DTYPES, F32, I64, DType, TensorType
 from .tensor import SymScalar, TraceTensor, builder, fmt_shape, scalar_expr
 
@@ -42,13 +43,9 @@ def _tile(b, rank: int, dt: DType, shape, opname: str, strict: bool = True) -> l
             raise b.error(f"{opname}: tile shape {tuple(tile)} has rank {len(tile)} but the "
                           f"operand has rank {rank}; give one tile size per dim")
         tile = ([1] * rank + list(tile))[-rank:] if rank else []
-    if rank:
-        last, full = tile[-1], shape[-1]
-        if last * dt.itemsize % 32 and not (isinstance(full, int) and last >= full):
-            per = 32 // dt.itemsize
-            raise b.error(f"tile shape {tuple(tile)} is not 32-byte aligned in dim {rank - 1} "
-                          f"({last} x {dt.itemsize} B = {last * dt.itemsize} B); use a multiple "
-                          f"of {per} elements for {dt}")
+    problem = aligned_problem(tile, shape, dt, b.target.align)
+    if problem:
+        raise b.error(problem)
     return list(tile)
 
 

@@ -249,26 +249,13 @@ class _Parser:
                 doc.body.append(self.op())
 
     def op(self) -> Op:
-        result_names = []
-        if self.peek()[0] == "val":
-            result_names.append(self.take()[1][1:])
-            while self.peek()[1] == ",":
-                self.take()
-                result_names.append(self.expect_val())
-            self.expect("=")
+        """One op: results =, name, operands, {attrs}, : types, @file:line, {regions}."""
+        result_names = self.result_names()
         t = self.take()
         if t[0] != "name":
             raise self.error(f"expected an op name, got {t[1]!r}", t)
         name = t[1]
-        operands = []
-        if self.peek()[0] == "val":
-            operands.append(self.lookup(self.take()))
-            while self.peek()[1] == ",":
-                self.take()
-                if self.peek()[0] != "val":
-                    raise self.error(f"expected a %value after ',' in the operands of {name}, "
-                                     f"got {self.peek()[1]!r}")
-                operands.append(self.lookup(self.take()))
+        operands = self.operands(name)
         attrs = {}
         if self.peek()[1] == "{" and self.peek(1)[0] != "nl":
             attrs = self.attr_dict()
@@ -281,16 +268,7 @@ class _Parser:
                 types.append(self.type())
         if len(types) != len(result_names):
             raise self.error(f"{name}: {len(result_names)} results but {len(types)} types")
-        loc = None
-        if self.peek()[1] == "@":
-            self.take()
-            f = self.take()
-            fname = json.loads(f[1]) if f[0] == "str" else f[1]
-            self.expect(":")
-            ln = self.take()
-            if ln[0] != "int":
-                raise self.error("expected a line number after the file in a location", ln)
-            loc = Loc(fname, int(ln[1]))
+        loc = self.location()
         results = []
         for rn, ty in zip(result_names, types):
             v = Value(ty, None if rn.isdigit() else rn)
@@ -298,6 +276,47 @@ class _Parser:
                 raise self.error(f"value %{rn} is defined twice")
             self.values[rn] = v
             results.append(v)
+        regions = self.regions(name)
+        if self.peek()[0] != "nl":
+            raise self.error(f"unexpected {self.peek()[1]!r} after op {name}")
+        return Op(name, operands, results, attrs, regions, loc)
+
+    def result_names(self) -> list:
+        names = []
+        if self.peek()[0] == "val":
+            names.append(self.take()[1][1:])
+            while self.peek()[1] == ",":
+                self.take()
+                names.append(self.expect_val())
+            self.expect("=")
+        return names
+
+    def operands(self, name: str) -> list:
+        operands = []
+        if self.peek()[0] == "val":
+            operands.append(self.lookup(self.take()))
+            while self.peek()[1] == ",":
+                self.take()
+                if self.peek()[0] != "val":
+                    raise self.error(f"expected a %value after ',' in the operands of {name}, "
+                                     f"got {self.peek()[1]!r}")
+                operands.append(self.lookup(self.take()))
+        return operands
+
+    def location(self) -> Loc | None:
+        if self.peek()[1] != "@":
+            return None
+        self.take()
+        f = self.take()
+        fname = json.loads(f[1]) if f[0] == "str" else f[1]
+        self.expect(":")
+        ln = self.take()
+        if ln[0] != "int":
+            raise self.error("expected a line number after the file in a location", ln)
+        return Loc(fname, int(ln[1]))
+
+    def regions(self, name: str) -> list:
+        """The op's regions; `source` and `program` regions have values of their own."""
         regions = []
         saved = self.values if name in ISOLATED else None
         if saved is not None:
@@ -316,9 +335,7 @@ class _Parser:
             regions.append(region)
         if saved is not None:
             self.values = saved
-        if self.peek()[0] != "nl":
-            raise self.error(f"unexpected {self.peek()[1]!r} after op {name}")
-        return Op(name, operands, results, attrs, regions, loc)
+        return regions
 
     def expect_val(self) -> str:
         t = self.take()

@@ -2,13 +2,16 @@
 
 Cube operands are loaded into L1 and extracted into L0A / L0B; matmul accumulates in L0C;
 vector tiles live in UB. Copy-in runs on MTE2, copy-out on MTE3 (from UB) or FIX (from L0C),
-L1 -> L0 extraction on MTE1, matmul on M, vector work on V.
+L1 -> L0 extraction on MTE1, matmul on M, vector work on V: each instruction's pipe rule is
+part of its definition (libpypto/ir/tile_ops.py).
 """
 from __future__ import annotations
 
-from ..errors import VerifyError
 from ..ir.core import Document, copy_doc
+from ..ir.defs import OPS, pipe_of
 from ..ir.types import TileType
+
+__all__ = ["assign_memory", "pipe_of", "space_rules"]
 
 
 def assign_memory(doc: Document, *, target) -> Document:
@@ -43,32 +46,5 @@ def _assign(body: list) -> None:
                 op.result.type = TileType(space, t.dtype, t.shape)
     for top in body:
         for op in top.walk():
-            if op.name not in ("tile", "for", "if"):
+            if OPS[op.name].pipe is not None:
                 op.attrs["pipe"] = pipe_of(op)
-
-
-def pipe_of(op) -> str:
-    name = op.name
-    if name == "tload":
-        return "MTE2"
-    if name == "tstore":
-        return "FIX" if op.operands[0].type.space == "l0c" else "MTE3"
-    if name == "textract":
-        return "MTE1"
-    if name == "tgather":
-        return "MTE2"
-    if name == "tscatter":
-        return "MTE3"
-    if name == "tmatmul":
-        return "M"
-    if name == "tmov":
-        src, dst = op.operands[1].type.space, op.operands[0].type.space
-        if src == "l0c":
-            return "FIX"
-        if dst in ("l0a", "l0b"):
-            return "MTE1"
-        return "V"
-    for v in op.operands:
-        if isinstance(v.type, TileType) and v.type.space not in ("ub", "any"):
-            raise VerifyError(f"vector instruction {name} on a {v.type.space} tile", op.loc)
-    return "V"

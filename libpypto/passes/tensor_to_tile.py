@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from ..errors import CompileError
 from ..ir import expr as E
-from ..ir import ops as O
 from ..ir.core import Document, Op, Value, clone_ops
+from ..ir.defs import OPS
 from ..ir.types import DTYPES, F32, I64, TensorType, TileType
 
 
@@ -75,13 +75,12 @@ class _Expander:
         self.dest = saved
 
     def expand(self, op: Op) -> None:
+        """Expand op by the tiling rule its definition names (libpypto/ir/tensor_ops.py)."""
         self.loc = op.loc
-        fn = getattr(self, "x_" + op.name, None)
-        if fn is None and O.is_elementwise(op.name):
-            fn = self.x_elementwise
-        if fn is None:
+        d = OPS.get(op.name)
+        if d is None or "tile" not in d.impl:
             raise CompileError(f"tensor-to-tile: no tiling rule for op {op.name!r}", op.loc)
-        fn(op)
+        getattr(self, d.impl["tile"])(op)
 
     def workspace(self, op: Op, i: int = 0) -> Home:
         v = op.results[i]

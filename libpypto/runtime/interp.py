@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import PyptoError
 from ..ir import expr as E
 from ..ir import ops as O
+from ..ir.defs import OPS
 from ..ir.types import dtype as _dtype
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -94,12 +95,10 @@ class _Interp:
 
     def region(self, ops) -> None:
         for op in ops:
-            fn = getattr(self, "op_" + op.name, None)
-            if fn is None and O.is_elementwise(op.name):
-                fn = self.op_elementwise
-            if fn is None:
+            d = OPS.get(op.name)
+            if d is None or "interp" not in d.impl:
                 raise PyptoError(f"the tensor interpreter has no rule for op {op.name!r}", op.loc)
-            fn(op)
+            getattr(self, d.impl["interp"])(op)
 
     def get(self, v):
         return self.vals[v]

@@ -6,6 +6,11 @@ bandwidth, a vector instruction a fixed start-up plus bytes over the vector widt
 the cube start-up plus 2*M*N*K over the cube's FLOP/cycle. Loops multiply by their trip
 counts. Each task adds the target's dispatch overhead. Shared HBM bandwidth is not modelled
 here (that is the simulator's job), so predictions are optimistic for memory-bound graphs.
+
+The task order is a topological order of the task DAG (networkx; the graph has a node per
+task, so it stays small whatever the sizes). With sizes bound, the schedule also records
+what no schedule can beat: the critical path over the instances (numpy-sized work stays in
+plain loops over the expansion) and the work of each core kind over its cores.
 """
 from __future__ import annotations
 
@@ -36,13 +41,49 @@ def schedule(doc: Document, target, env: dict | None) -> Document:
             raise UsageError(f"target {target.name} has no core that runs {kind} programs "
                              f"(cores: {', '.join(cores)}); the graph was lowered for "
                              f"{built}: lower it with --target {target.name}")
-    attrs = {"target": target.name, "cores": cores, "order": list(range(len(tasks))),
+    attrs = {"target": target.name, "cores": cores, "order": task_order(doc),
              "bindings": dict(sorted((env or {}).items())), "instances": None}
     symbols = set(doc.attrs.get("symbols", {}))
     if env is not None and symbols <= set(env):
         _place(doc, tasks, programs, target, env, lanes, attrs)
     doc.body.append(Op("schedule", [], [], attrs, [], None))
     return doc
+
+
+def task_graph(doc: Document):
+    """The task-level DAG (networkx): a node per task op in walk order, an edge from each
+    task to the later tasks of its region that must (partly) follow it ("after"), from the
+    tasks before a loop or branch to the tasks inside it, and from those to the tasks after
+    it. Edges only run from earlier to later tasks: the graph is acyclic by construction."""
+    import networkx as nx
+    g = nx.DiGraph()
+    count = [0]
+
+    def region(ops, before: list) -> list:
+        local: list = []           # global ids of this region's tasks, in order
+        last = list(before)
+        for op in ops:
+            if op.name == "task":
+                i = count[0]
+                count[0] += 1
+                g.add_node(i, program=op.attrs["program"])
+                g.add_edges_from((p, i) for p in before)
+                g.add_edges_from((local[a], i) for a in op.attrs["after"] if a < len(local))
+                local.append(i)
+                last.append(i)
+            elif op.regions:
+                inner = [x for r in op.regions for x in region(r, last)]
+                before, last = before + last + inner, last + inner
+        return local
+
+    region(doc.body, [])
+    return g
+
+
+def task_order(doc: Document) -> list[int]:
+    """Tasks in an order their dependences allow: topological, ties to the earlier task."""
+    import networkx as nx
+    return list(nx.lexicographical_topological_sort(task_graph(doc)))
 
 
 def _lanes(cores: dict) -> list[str]:
@@ -83,6 +124,37 @@ def _place(doc, tasks, programs, target, env, lanes, attrs) -> None:
     attrs["instances"] = rows
     attrs["launch_cost_us"] = [round(c * 1e6, 3) for c in costs]
     attrs["makespan_us"] = round(max(end, default=0.0) * 1e6, 3)
+    attrs.update(_bounds(exp, costs, [programs[t.attrs["program"]].attrs["core"] for t in tasks],
+                         target.cores()))
+
+
+def _bounds(exp, costs: list, kinds: list, cores: dict) -> dict:
+    """What no schedule can beat: the critical path (every instance as early as its
+    predecessors allow, on unlimited cores) and the work of each core kind spread over its
+    cores; and the tasks on the critical path. The path is found over instances: an edge
+    between two tasks need not join every instance of the second to the first, so a path of
+    tasks alone would not bound anything."""
+    n = exp.n
+    cost = [costs[int(exp.launch_of[i])] for i in range(n)]
+    finish, via = [0.0] * n, [-1] * n
+    for i in range(n):
+        ready, via[i] = max(((finish[p], p) for p in exp.preds[i]), default=(0.0, -1))
+        finish[i] = ready + cost[i]
+    work: dict = {}
+    for i in range(n):
+        kind = kinds[exp.launches[int(exp.launch_of[i])].task]
+        work[kind] = work.get(kind, 0.0) + cost[i]
+    lanes = {k: sum(cores.get(c, 0) for c in CORE_KINDS[k]) for k in work}
+    spread = max((w / lanes[k] for k, w in work.items() if lanes[k]), default=0.0)
+    path, i = [], max(range(n), key=lambda j: (finish[j], -j)) if n else -1
+    while i >= 0:
+        t = exp.launches[int(exp.launch_of[i])].task
+        if not path or path[-1] != t:
+            path.append(t)
+        i = via[i]
+    cp = max(finish, default=0.0)
+    return {"critical_path_us": round(cp * 1e6, 3), "lower_bound_us": round(max(cp, spread) * 1e6, 3),
+            "critical_tasks": path[::-1]}
 
 
 def task_cost(prog: Op, scalars, target) -> float:

@@ -16,10 +16,6 @@ from importlib import resources
 from ..errors import InputError, UsageError
 
 BUILTIN = ("a2", "a3", "950", "host")
-SECTIONS = ("cores", "buffers", "bandwidth", "compute")
-SPACES = ("ub", "l1", "l0a", "l0b", "l0c")
-BANDWIDTHS = ("gm_to_ub", "gm_to_l1", "ub_to_gm", "l0c_to_gm", "l1_to_l0", "l0c_to_ub")
-COMPUTE = ("vector_bytes_per_cycle", "vector_op_cycles", "cube_flops_per_cycle")
 MAX_TARGET_BYTES = 1 << 20      # a target file is a page of numbers
 
 
@@ -59,13 +55,19 @@ class Target:
 
     @classmethod
     def from_record(cls, rec, where: str = "the document") -> "Target":
-        """The Target a document's record describes. A record from before 1.1 held only
-        name, align, buffers and mixed_programs; for a built-in name the rest is filled in."""
-        if isinstance(rec, dict) and "compute" not in rec and rec.get("name") in BUILTIN:
-            full = load_target(rec["name"]).data
-            rec = {**full, **{k: v for k, v in rec.items() if k in ("buffers",)}}
+        """The Target a document's record describes."""
         check(rec, f"target record in {where}", InputError)
         return cls(rec["name"], rec, "record")
+
+
+def upgrade_record(rec):
+    """A record as documents before format 1.1 held it (name, align, buffers and
+    mixed_programs only), completed from the built-in target of that name; others as they
+    are."""
+    if isinstance(rec, dict) and "compute" not in rec and rec.get("name") in BUILTIN:
+        full = load_target(rec["name"]).data
+        return {**full, **{k: v for k, v in rec.items() if k == "buffers"}}
+    return rec
 
 
 def host_cpus() -> int:
@@ -111,46 +113,14 @@ def _read_file(spec: str) -> str:
 
 
 def check(data, what: str, error=UsageError) -> None:
-    """A target description must have these sections and these numbers, of these kinds."""
-    def fail(msg):
-        raise error(f"{what}: {msg}")
-
-    if not isinstance(data, dict):
-        fail("not a table")
-    missing = [s for s in SECTIONS if not isinstance(data.get(s), dict)]
-    if not isinstance(data.get("name"), str) or not data.get("name"):
-        missing.insert(0, "name")
-    if missing:
-        fail(f"missing {', '.join(missing)}")
-    for space in SPACES:
-        v = data["buffers"].get(space)
-        if not _is_int(v) or v < 0:
-            fail(f"[buffers] has no {space}" if v is None else
-                 f"[buffers] {space} must be a byte count, not {v!r}")
-    for kind, n in data["cores"].items():
-        if kind not in ("cube", "vector", "mixed") or not _is_int(n) or n < 0:
-            fail(f"[cores] {kind} = {n!r}: core kinds are cube, vector and mixed, counts ints >= 0")
-    for key in BANDWIDTHS:
-        v = data["bandwidth"].get(key)
-        if not _is_num(v) or v <= 0:
-            fail(f"[bandwidth] {key} must be a positive number (GB/s), not {v!r}")
-    for key in COMPUTE:
-        v = data["compute"].get(key)
-        ok = all(_is_num(x) and x > 0 for x in v.values()) if isinstance(v, dict) and v \
-            else _is_num(v) and v >= 0
-        if not ok:
-            fail(f"[compute] {key} must be a non-negative number, not {v!r}")
-    for key in ("clock_ghz",):
-        if not _is_num(data.get(key)) or data[key] <= 0:
-            fail(f"{key} must be a positive number, not {data.get(key)!r}")
-    align = data.get("align_bytes", 32)
-    if not _is_int(align) or align <= 0 or align & (align - 1):
-        fail(f"align_bytes must be a power of two, not {align!r}")
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
+    """A target description must follow the record schema (libpypto/ir/module_ops.py TARGET):
+    these sections, these numbers, of these kinds."""
+    from ..ir.module_ops import BANDWIDTHS, TARGET
+    problem = TARGET.problem(data)
+    if problem is None:
+        missing = [k for k in BANDWIDTHS if k not in data["bandwidth"]]
+        problem = f"[bandwidth] needs {', '.join(missing)}" if missing else None
+    if problem is None and not data["cores"]:
+        problem = "[cores] has no cores (a count of 0 means: as many as this machine has)"
+    if problem:
+        raise error(f"{what}: {problem}")

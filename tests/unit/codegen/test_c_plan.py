@@ -11,29 +11,33 @@ import textwrap
 import libpypto as pypto
 from libpypto.codegen import c_plan as P
 from libpypto.driver import parse_ir
-from libpypto.ir.text import print_doc
+from libpypto.ir.text import fmt_attr, print_doc
+from libpypto.targets import load_target
 
-BUFFERS = "{ub=4194304, l1=1048576, l0a=262144, l0b=262144, l0c=262144}"
+BUFFERS = {"ub": 4194304, "l1": 1048576, "l0a": 262144, "l0b": 262144, "l0c": 262144}
+TARGET = fmt_attr({**load_target("host").record(), "buffers": BUFFERS})
 
 
 def exec_doc(body: str, tensors: list, core: str = "vector"):
     """An exec-level document around one program p0 over tensors [(name, type, role)]."""
     params = ", ".join(f'"{n}"' for n, _, _ in tensors)
     lines = ["pypto-ir 1.1 exec",
-             f'module {{kernel="k", params=[{params}], target={{buffers={BUFFERS}}}}}',
+             f'module {{constraints=[], consts={{}}, file="k.py", kernel="k", '
+             f'params=[{params}], symbols={{}}, target={TARGET}}}',
              "source {"]
     lines += [f'  %{n} = param {{index={i}, role="{r}"}} : {t}'
               for i, (n, t, r) in enumerate(tensors)]
     lines += ["}"]
     lines += [f'%{n} = gm {{index={i}, param="{n}", role="{r}"}} : {t}'
               for i, (n, t, r) in enumerate(tensors)]
-    lines += [f'program {{core="{core}", grid_rank=1, name="p0", scalars=[]}} {{']
+    lines += [f'program {{buffers={{}}, core="{core}", grid_rank=1, name="p0", ops=[], '
+              f'scalars=[]}} {{']
     lines += [f"  %a{i} = arg {{index={i}}} : {t}" for i, (_, t, _) in enumerate(tensors)]
     lines += ["  " + line for line in textwrap.dedent(body).strip().splitlines()]
     lines += ["}"]
     args = ", ".join(f"%{n}" for n, _, _ in tensors)
-    lines += [f'task {args} {{after=[], grid=[1], program="p0", scalars=[], reads=[], '
-              f'writes=[]}}']
+    lines += [f'task {args} {{after=[], block="b0", grid=[1], ops=[], program="p0", '
+              f'scalars=[], reads=[], writes=[]}}']
     return parse_ir("\n".join(lines).encode(), "test")
 
 
@@ -78,7 +82,7 @@ textract %3, %1 {offsets=[0, 0], pipe="MTE1", trans=false}
 %4 = tile {addr=0} : l0b.f32[64, 64]
 textract %4, %2 {offsets=[0, 0], pipe="MTE1", trans=false}
 CLOBBER
-tmatmul %0, %3, %4 {init=true, k_valid=64, pipe="M"}
+tmatmul %0, %3, %4 {init=1, k_valid=64, pipe="M"}
 tstore %0, %a2 {offsets=[0, 0], pipe="FIX", valid=[64, 64]}
 """
 

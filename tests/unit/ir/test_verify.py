@@ -12,6 +12,7 @@ from libpypto.errors import InputError, PyptoError, VerifyError
 from libpypto.ir.core import Document, Loc, make
 from libpypto.ir.text import parse_doc, print_doc
 from libpypto.ir.types import TileType
+from libpypto.ir.module_ops import RUN
 from libpypto.ir.verify import Diagnostic, verify, verify_or_raise
 
 UNFUSED = ("tensor-to-tile,assign-memory,fuse{enable=false},forward,cse,dce,alloc,"
@@ -73,11 +74,12 @@ def test_tensor_level_rejects_hand_edited_text(softmax_tensor):
 
 @pytest.mark.parametrize("op, tile, want", [
     ("exp", [8], "tile shape (8,) has rank 1 but the operand has rank 2"),
-    ("exp", [8, 100], "tile shape (8, 100) is not 32-byte aligned in dim 1 (100 x 4 B)"),
-    ("exp", None, "exp has no valid tile shape"),
-    ("exp", [0, 1024], "exp has no valid tile shape"),
-    ("exp", "8x1024", "exp has no valid tile shape"),
-    ("sum", [8, 2], "tile shape (8, 2) is not 32-byte aligned in dim 1 (2 x 4 B)"),
+    ("exp", [8, 100], "tile shape (8, 100) is not 32-byte aligned in dim 1 (100 x 4 B = 400 "
+                        "B); use a multiple of 8 elements for f32"),
+    ("exp", None, "exp has no tile shape"),
+    ("exp", [0, 1024], "exp tile [0] must be an int >= 1, not 0"),
+    ("exp", "8x1024", "exp tile must be a list of an int >= 1, not '8x1024'"),
+    ("sum", [8, 2], "tile shape (8, 2) is not 32-byte aligned in dim 1 (2 x 4 B = 8 B)"),
 ])
 def test_tensor_level_tile_shapes(softmax_tensor, op, tile, want):
     target = ops_named(softmax_tensor, op)[0]
@@ -93,7 +95,7 @@ def test_tensor_level_assemble_into_a_non_parameter(softmax_tensor):
     asm.operands[1] = ops_named(softmax_tensor, "exp")[0].result
     assert_rejected(softmax_tensor, "assemble must write into a kernel parameter", str(asm.loc))
     asm.operands = asm.operands[:1]
-    assert_rejected(softmax_tensor, "assemble must write into a kernel parameter")
+    assert_rejected(softmax_tensor, "assemble takes 2 operands, not 1")
 
 
 def test_tensor_level_unknown_op_and_result_types(softmax_tensor):
@@ -102,16 +104,16 @@ def test_tensor_level_unknown_op_and_result_types(softmax_tensor):
     assert_rejected(softmax_tensor, "unknown tensor-level op 'frobnicate'", str(exp.loc))
     sub = ops_named(softmax_tensor, "sub")[0]
     sub.results[0].type = TileType("ub", sub.result.type.dtype, (8, 1024))
-    assert_rejected(softmax_tensor, "sub result must be a tensor, got ub.f32[8, 1024]")
+    assert_rejected(softmax_tensor, "sub result 0 must be a tensor, not ub.f32[8, 1024]")
 
 
 def test_tensor_level_matmul_needs_cube_shapes(ex):
     doc = ex.doc("matmul", "tensor")
     mm = ops_named(doc, "matmul")[0]
     mm.attrs.pop("cube")
-    assert_rejected(doc, "matmul needs cube tile shapes", str(mm.loc))
+    assert_rejected(doc, "matmul needs cube (a list of 3 a list of 2 an int >= 1)", str(mm.loc))
     mm.attrs["cube"] = [[128, 128]]
-    assert_rejected(doc, "matmul needs cube tile shapes")
+    assert_rejected(doc, "matmul cube must have 3 entries, not 1")
 
 
 def test_full_width_tile_need_not_be_aligned(ex):
@@ -171,20 +173,20 @@ def _rank(d):
     (lambda d: first(kernel(d, 0), "tload").attrs.update(offsets=[0]),
      "tload offsets must have 2 entries"),
     (lambda d: first(kernel(d, 0), "tload").attrs.pop("offsets"),
-     "tload offsets must have 2 entries"),
+     "tload needs offsets (a list of an expression)"),
     (lambda d: first(kernel(d, 0), "tload").attrs.update(valid=[8]),
      "tload valid must have 2 entries"),
     (lambda d: first(kernel(d, 0), "tstore").attrs.update(valid=[8, 1, 1]),
      "tstore valid must have 2 entries"),
     (_rank, "tload of a rank-3 tile from a rank-2 tensor"),
-    (lambda d: first(kernel(d, 0), "tload").operands.pop(), "tload takes a tile and a GM tensor"),
+    (lambda d: first(kernel(d, 0), "tload").operands.pop(), "tload takes 2 operands, not 1"),
     (lambda d: first(kernel(d, 0), "tstore").operands.reverse(),
-     "tstore takes a tile and a GM tensor"),
+     "tstore operand 0 must be a tile, not f32["),
     (lambda d: setattr(first(kernel(d, 2), "texp"), "name", "tfrob"),
      "unknown tile instruction 'tfrob'"),
     (lambda d: setattr(first(kernel(d, 1), "tsub"), "operands", [top(d, "gm")[0].result]),
-     "tsub needs a destination tile"),
-    (lambda d: kernel(d, 1).attrs.pop("grid"), "kernel without a grid"),
+     "tsub takes 2 to 3 operands, not 1"),
+    (lambda d: kernel(d, 1).attrs.pop("grid"), "kernel needs grid (a list of an expression)"),
 ])
 def test_tile_level_rejects(softmax_tile, edit, want):
     assert verify(softmax_tile) == []
@@ -236,8 +238,11 @@ def test_tile_level_matmul_operand_spaces(matmul_tile):
 def test_tile_level_loops(matmul_tile):
     loop = first(kernel(matmul_tile, 0), "for")
     loop.attrs = {"start": 0, "stop": 2}
-    assert_rejected(matmul_tile, "for loop without var")
-    assert_rejected(matmul_tile, "for loop without step")
+    assert_rejected(matmul_tile, "for needs var")
+    loop.attrs = {"var": "k", "start": 0, "stop": 2}
+    assert_rejected(matmul_tile, "for needs step")
+    loop.attrs = {"var": "k; exit(0)", "start": 0, "stop": 2, "step": 1}
+    assert_rejected(matmul_tile, "for var must be a name (letters, digits and _), not 'k; exit(0)'")
 
 
 # -- block level -----------------------------------------------------------------------------
@@ -293,8 +298,8 @@ def task(doc: Document, i: int = 0):
     (lambda d: task(d).operands.pop(), "task passes 1 tensors to p0, which takes 2"),
     (lambda d: task(d).attrs.update(scalars=[]), "task passes the wrong number of scalars to p0"),
     (lambda d: task(d).attrs.update(after=[0]), "task depends on 0, which is not an earlier task"),
-    (lambda d: task(d).attrs.update(after=[-1]), "task depends on -1, which is not an earlier"),
-    (lambda d: task(d).attrs.update(after=["t0"]), "task depends on 't0', which is not an"),
+    (lambda d: task(d).attrs.update(after=[-1]), "task after [0] must be an int >= 0, not -1"),
+    (lambda d: task(d).attrs.update(after=["t0"]), "task after [0] must be an int >= 0, not 't0'"),
     (lambda d: first(kernel(d, 0), "tload").attrs.pop("pipe"), "tload has no pipe at block level"),
     (lambda d: d.body.append(make("frob")), "'frob' in an exec-level graph"),
 ])
@@ -359,10 +364,10 @@ def test_code_level_rejects(ex):
     doc = ex.doc("softmax", "code")
     code = top(doc, "code")[0]
     code.attrs["backend"] = "fortran"
-    assert_rejected(doc, "unknown backend 'fortran'")
+    assert_rejected(doc, "code backend must be one of 'c', 'numpy', not 'fortran'")
     code.attrs["backend"] = "c"
     del code.attrs["source"]
-    assert_rejected(doc, "code op without source text")
+    assert_rejected(doc, "code needs source (a string)")
     doc = ex.doc("softmax", "code")
     doc.body.append(make("code", attrs={"backend": "c", "source": ""}))
     assert_rejected(doc, "expected one code op, found 2")
@@ -374,14 +379,36 @@ def test_code_level_includes_sched_checks(ex):
     assert_rejected(doc, "schedule order must be a permutation of the tasks")
 
 
+MODULE = {"kernel": "k", "file": "k.py", "params": [], "symbols": {}, "constraints": [],
+          "consts": {}}
+
+
+def test_module_attributes(softmax_tensor):
+    assert verify(softmax_tensor) == []
+    softmax_tensor.attrs["kernel"] = "k\nimport os"
+    assert_rejected(softmax_tensor, "module kernel must be a name (letters, digits and _), not "
+                                    "'k\\nimport os'")
+    softmax_tensor.attrs["kernel"] = "k"
+    softmax_tensor.attrs["symbols"]["x_0"]["kind"] = "huge"
+    assert_rejected(softmax_tensor, "module symbols {'x_0'} kind must be one of")
+    del softmax_tensor.attrs["symbols"]
+    assert_rejected(softmax_tensor, "module needs symbols")
+
+
 def test_run_record_keys():
-    full = {"verdict": "pass", "events": [], "outputs": [], "wall_s": 0.0}
-    assert verify(Document("run", [make("run", attrs=full)])) == []
+    full = {"verdict": "pass", "backend": "c", "threads": 1, "wall_s": 0.0, "walls_s": [0.0],
+            "bindings": {}, "outputs": [], "checks": [], "events": [], "tasks": [],
+            "compile": {}, "notice": "", "environment": {}}
+    assert verify(Document("run", [make("run", attrs=full)], dict(MODULE))) == []
     for key in full:
         attrs = {k: v for k, v in full.items() if k != key}
-        assert messages(Document("run", [make("run", attrs=attrs)])) == \
-            [f"run record without {key}"]
-    assert messages(Document("run", [])) == ["expected one run op, found 0"]
+        assert messages(Document("run", [make("run", attrs=attrs)], dict(MODULE))) == \
+            [f"run needs {key} ({RUN[key][0].what})"]
+    bad = dict(full, events=[[0, 0, 0, 1]])
+    assert messages(Document("run", [make("run", attrs=bad)], dict(MODULE))) == \
+        ["run events [0] must be [an int >= 0, an int >= 0, an int >= 0, an int, an int], "
+         "not [0, 0, 0, 1]"]
+    assert messages(Document("run", [], dict(MODULE))) == ["expected one run op, found 0"]
 
 
 def test_real_run_record_is_valid(ex):
@@ -407,7 +434,7 @@ def test_verify_or_raise_message(softmax_tensor):
 
 def test_verify_or_raise_without_location_or_context():
     with pytest.raises(VerifyError) as exc:
-        verify_or_raise(Document("run", []))
+        verify_or_raise(Document("run", [], dict(MODULE)))
     assert str(exc.value) == "invalid run-level graph: expected one run op, found 0"
 
 

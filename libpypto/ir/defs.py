@@ -1,0 +1,74 @@
+"""Every op's definition, by name (OPS), and checking an op against its definition."""
+from __future__ import annotations
+
+from . import module_ops, tensor_ops, tile_ops
+from .opdef import OpDef, check_fields, short
+from .types import ScalarType, TensorType, TileType
+
+OPS: dict[str, OpDef] = {}
+for _d in tensor_ops.DEFS + tile_ops.DEFS + module_ops.DEFS:
+    assert _d.name not in OPS, f"op {_d.name} defined twice"
+    OPS[_d.name] = _d
+
+_TYPES = {"tensor": TensorType, "tile": TileType, "scalar": ScalarType}
+
+
+def check_op(op, where: str, err) -> bool:
+    """Check op against its definition in context `where` ("tensor", "tile" or "module"):
+    its name, operand, result and region counts and kinds, its attributes' grammar, then its
+    own verifier. err(message) reports; returns whether the op is well formed (so that its
+    regions and users may be looked at)."""
+    d = OPS.get(op.name)
+    if d is None or where not in d.where:
+        what = {"tensor": "tensor-level op", "tile": "tile instruction",
+                "module": "top-level op"}[where]
+        err(f"unknown {what} {short(op.name)}")
+        return False
+    problem = _shape_problem(op, d) or check_fields(op.attrs, d.attrs)
+    if problem:
+        err(f"{op.name} {problem}")
+        return False
+    if d.verify is not None:
+        bad = []
+        d.verify(op, lambda m: bad.append(m) or err(m))
+        return not bad
+    return True
+
+
+def _shape_problem(op, d: OpDef) -> str | None:
+    lo, hi = d.operand_range()
+    if not lo <= len(op.operands) <= hi:
+        n = str(lo) if lo == hi else f"{lo} to {hi}" if hi != float("inf") else f"{lo} or more"
+        return f"takes {n} operands, not {len(op.operands)}"
+    for i, v in enumerate(op.operands):
+        kind = d.operand_kind(i)
+        if kind != "any" and not isinstance(v.type, _TYPES[kind]):
+            return f"operand {i} must be a {kind}, not {v.type}"
+    if len(op.results) != len(d.results):
+        return f"has {len(d.results)} results, not {len(op.results)}"
+    for i, (r, kind) in enumerate(zip(op.results, d.results)):
+        if not isinstance(r.type, _TYPES[kind]):
+            return f"result {i} must be a {kind}, not {r.type}"
+    if len(op.regions) != d.regions:
+        return f"has {d.regions} regions, not {len(op.regions)}"
+    return None
+
+
+def pipe_of(op) -> str:
+    """The pipe a tile instruction runs on (from its definition; some depend on spaces)."""
+    rule = OPS[op.name].pipe
+    return rule(op) if callable(rule) else rule
+
+
+def dests(op) -> list:
+    """The tiles a tile instruction writes."""
+    pos = OPS[op.name].writes
+    return [op.operands[i] for i in pos if isinstance(op.operands[i].type, TileType)]
+
+
+def sources(op) -> list:
+    """The tiles a tile instruction reads."""
+    d = OPS[op.name]
+    written = set(d.writes) - set(d.reads_dest)
+    return [v for i, v in enumerate(op.operands)
+            if i not in written and isinstance(v.type, TileType)]
