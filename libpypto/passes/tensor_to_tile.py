@@ -36,6 +36,7 @@ def tensor_to_tile(doc: Document, *, target) -> Document:
     out.body.append(Op("source", regions=[clone_ops(doc.body, {})]))
     x = _Expander(out, target)
     x.region(doc.body, out.body)
+    out.body[1:1] = x.gms              # GM tensors after the source, in order of creation
     return out
 
 
@@ -47,21 +48,15 @@ class _Expander:
         self.nkernels = 0
         self.nws = 0
         self.dest: list = out.body
+        self.gms: list = []           # the gm ops, placed after the source at the end
         self.ranges: dict = {}        # loop var -> (first, last) where both are ints
         self.loc = None               # location of the op being expanded
 
     # helpers
     def gm(self, name: str, t: TensorType, attrs: dict, loc=None) -> Value:
         v = Value(t, name)
-        self.out.body.insert(self._gm_pos(), Op("gm", [], [v], attrs, [], loc))
+        self.gms.append(Op("gm", [], [v], attrs, [], loc))
         return v
-
-    def _gm_pos(self) -> int:
-        pos = 0
-        for i, op in enumerate(self.out.body):
-            if op.name in ("source", "gm"):
-                pos = i + 1
-        return pos
 
     def kernel(self, op: Op, grid: list, body: list, tile) -> None:
         attrs = {"grid": grid, "name": f"k{self.nkernels}", "op": op.name, "tile": tile}

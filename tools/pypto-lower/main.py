@@ -19,7 +19,7 @@ EPILOG = """Examples:\n
 @app.command(epilog=EPILOG)
 def lower(
     src: str = typer.Argument("-", help="input IR or op file ('-' = stdin)"),
-    passes: Optional[str] = typer.Option(None, "-p", help="pipeline, e.g. 'tensor-to-tile,assign-memory,partition{fuse=false}'"),
+    passes: Optional[str] = typer.Option(None, "-p", help="pipeline, e.g. 'tensor-to-tile,assign-memory,fuse{enable=false}'"),
     target: Optional[str] = typer.Option(None, "--target", help="a2, a3, 950, host (default) or a .toml file"),
     out: str = typer.Option("-", "-o", help="output file ('-' = stdout)"),
     text: bool = typer.Option(False, "-S", help="write the text form"),
