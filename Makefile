@@ -5,7 +5,7 @@ STAMP   := $(VENV)/.installed-stamp
 BIN     := $(abspath $(VENV)/bin)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: demo test golden bench setup clean
+.PHONY: demo test check golden bench sanitize fuzz setup clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -25,6 +25,18 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest tests
+
+# a fast subset (under a minute): everything not marked slow
+check: $(STAMP)
+	$(PY) -m pytest tests -m "not slow" -x
+
+# the C runtime and the generated C of the examples under AddressSanitizer and UBSan
+sanitize: $(STAMP)
+	$(PY) -m pytest tests -m sanitize
+
+# thousands of fuzz cases (make test runs a few hundred)
+fuzz: $(STAMP)
+	PYPTO_FUZZ_EXAMPLES=5000 $(PY) -m pytest tests/fuzz
 
 golden: $(STAMP)
 	$(PY) -m pytest tests/golden --update-goldens
