@@ -297,18 +297,35 @@ def emit(doc: Document, backend: str = "c", target=None) -> Document:
     return emit_code(doc, backend)
 
 
-def run(doc: Document, backend: str | None = None, target=None, **opts) -> Document:
+def run(doc: Document, backend: str | None = None, target=None, trust_code: bool = False,
+        **opts) -> Document:
     """Compile and run on the host, verify against numpy; returns the run record.
 
     backend: c or numpy (default: the code's own, else c); without a C compiler the numpy
-    backend runs instead, with a notice."""
+    backend runs instead, with a notice.
+    trust_code: a code-level document carries C source that is compiled and run, like a
+    shared library. By default it runs only if it is exactly what pypto-emit makes of the
+    document's programs; trust_code=True runs it as it is (hand-edited C)."""
     from .runtime import code_op, resolve_backend, run_code
     _require_at_most(doc, "code", "pypto-run")
     have = code_op(doc).attrs["backend"] if doc.level == "code" else None
     want, notice = resolve_backend(backend or have or "c")
     if want != have:
         doc = emit(doc, want, target)
+    elif want == "c" and not trust_code:
+        _check_source(doc)
     return run_code(doc, target=target, notice=notice, **opts)
+
+
+def _check_source(doc: Document) -> None:
+    """Refuse C source that is not what the emitter makes of the document's programs."""
+    from .runtime import code_op
+    mine = code_op(emit(doc, "c")).attrs["source"]
+    if code_op(doc).attrs["source"] != mine:
+        where = f"{doc.source}: " if doc.source else ""
+        raise InputError(f"{where}the C source differs from what pypto-emit makes of the "
+                         f"file's programs; pypto-run compiles and runs that source, so it only "
+                         f"does with --trust-code (re-emit with pypto-emit otherwise)")
 
 
 def read_arrays(doc: Document, npz: str | None, npy: dict) -> dict:

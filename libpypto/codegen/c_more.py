@@ -24,8 +24,8 @@ class MoreInstrs:
 
     def scalar_lit(self, v, dt) -> str:
         if dt.kind == "float":
-            return c._flit(v)
-        return f"(int64_t)({E.to_c(v)})" if isinstance(v, E.Expr) else f"(int64_t){int(v)}"
+            return c._flit(v, self.ex)
+        return f"(int64_t)({self.ex(v)})" if isinstance(v, E.Expr) else f"(int64_t){int(v)}"
 
     def i_tiota(self, op) -> None:
         d = op.operands[0]

@@ -138,8 +138,8 @@ def plan_program(prog, base: dict) -> ProgramPlan:
     body = prog.regions[0]
     names, extent = {}, {}
     for op in body:
-        if op.name == "arg":
-            names[op.result] = f"{op.result.name}"
+        if op.name == "arg":                 # a0, a1, ... by position, whatever the file says
+            names[op.result] = f"a{op.attrs['index']}"
     tiles = [op for top in body for op in top.walk() if op.name == "tile"]
     for op in tiles:
         v, t = op.result, op.result.type

@@ -39,9 +39,17 @@ def _st(dt, x: str, src_kind: str = "float") -> str:
     return f"({dt.c_type})({x})"
 
 
-def _flit(v) -> str:
+def c_comment(text: str) -> str:
+    """A C comment holding text: `*/` and anything but printable ASCII cannot end it or hide
+    in it."""
+    clean = "".join(ch if " " <= ch <= "~" else "?" for ch in text).replace("*/", "* /")
+    return f"/* {clean} */"
+
+
+def _flit(v, ex=E.to_c) -> str:
+    """A float literal; an expression through ex (the renderer's names for its symbols)."""
     if isinstance(v, E.Expr):
-        return f"(float)({E.to_c(v)})"
+        return f"(float)({ex(v)})"
     if isinstance(v, bool):
         return "1.0f" if v else "0.0f"
     if isinstance(v, int):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from . import module_ops, tensor_ops, tile_ops
-from .opdef import OpDef, check_fields, short
+from .opdef import IDENT, OpDef, check_fields, short
 from .types import ScalarType, TensorType, TileType
 
 OPS: dict[str, OpDef] = {}
@@ -49,6 +49,8 @@ def _shape_problem(op, d: OpDef) -> str | None:
     for i, (r, kind) in enumerate(zip(op.results, d.results)):
         if not isinstance(r.type, _TYPES[kind]):
             return f"result {i} must be a {kind}, not {r.type}"
+        if r.name is not None and not (isinstance(r.name, str) and IDENT.match(r.name)):
+            return f"result {i} is named {short(r.name)}, not a name (letters, digits, _)"
     if len(op.regions) != d.regions:
         return f"has {d.regions} regions, not {len(op.regions)}"
     return None
@@ -72,3 +74,12 @@ def sources(op) -> list:
     written = set(d.writes) - set(d.reads_dest)
     return [v for i, v in enumerate(op.operands)
             if i not in written and isinstance(v.type, TileType)]
+
+
+def numpy_call(op) -> tuple:
+    """(npkern function, leading arguments, attributes) of a tile instruction: the numpy
+    backend runs `npkern.<function>(*lead, *operands, **attributes)` (libpypto/runtime/
+    npexec.py) and prints the same call (libpypto/codegen/numpy_backend.py)."""
+    fn = OPS[op.name].impl["numpy"]
+    attrs = {k: v for k, v in op.attrs.items() if k != "pipe"}
+    return fn, ((op.name[1:],) if fn == "telementwise" else ()), attrs

@@ -22,6 +22,7 @@ from . import expr as E
 from .types import DTYPES, SPACES
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\Z")
+INT_LIMIT = 1 << 62          # ints in files stay well inside int64 (sizes, offsets, values)
 PIPES = ("MTE1", "MTE2", "MTE3", "V", "M", "FIX", "S")
 MAX_TEXT = 64 << 20          # a string attribute (program source, a listing) up to 64 MiB
 
@@ -40,8 +41,9 @@ class Kind:
 
 class Int(Kind):
     def __init__(self, lo: int | None = None, hi: int | None = None):
-        self.lo, self.hi = lo, hi
-        self.what = "an int" + (f" >= {lo}" if lo is not None else "") + \
+        lo = -INT_LIMIT if lo is None else lo
+        self.lo, self.hi = lo, INT_LIMIT if hi is None else hi
+        self.what = "an int" + (f" >= {lo}" if lo != -INT_LIMIT else "") + \
             (f" <= {hi}" if hi is not None else "")
 
     def problem(self, v):
@@ -64,7 +66,8 @@ class Num(Kind):
     what = "a number"
 
     def problem(self, v):
-        return None if is_num(v) else f"must be a number, not {short(v)}"
+        ok = is_num(v) and (not isinstance(v, int) or -INT_LIMIT <= v <= INT_LIMIT)
+        return None if ok else f"must be a number, not {short(v)}"
 
 
 class Ex(Kind):
@@ -75,8 +78,11 @@ class Ex(Kind):
         self.what = "an expression" + (" or a number" if num else "")
 
     def problem(self, v):
-        if is_int(v) or isinstance(v, E.Expr) or (self.num and is_num(v)):
+        if is_int(v) and -INT_LIMIT <= v <= INT_LIMIT or (self.num and is_num(v)):
             return None
+        if isinstance(v, E.Expr):
+            big = [x for x in _ints(v) if not -INT_LIMIT <= x <= INT_LIMIT]
+            return f"holds {short(big[0])}, out of range" if big else None
         return f"must be {self.what}, not {short(v)}"
 
 
@@ -232,6 +238,14 @@ def check_fields(v: dict, schema: dict, open_: bool = False) -> str | None:
         if extra:
             return f"has unknown attribute {short(extra[0])} (known: {', '.join(schema)})"
     return None
+
+
+def _ints(e):
+    for a in e.args:
+        if isinstance(a, E.Expr):
+            yield from _ints(a)
+        elif isinstance(a, int):
+            yield a
 
 
 def is_int(v) -> bool:

@@ -15,6 +15,7 @@ from ..errors import VerifyError
 from .defs import check_op
 from .module_ops import DOC
 from .opdef import check_fields
+from .scope import check_scopes
 from .types import TileType
 
 TOP = {"tile": {"source", "gm", "kernel", "loop", "if"},
@@ -45,6 +46,10 @@ def verify(doc) -> list[Diagnostic]:
         v.run(doc)
     else:
         v.module(doc)
+    if not v.diags and doc.level != "run":     # well-formed ops: now names and scopes
+        graph = next((op.regions[0] for op in doc.body if op.name == "source"), doc.body)
+        v.memory_names(graph, doc.attrs.get("params"))
+        check_scopes(doc, v.err)
     return v.diags
 
 
@@ -78,6 +83,21 @@ class _Verifier:
                 self.err("assemble must write into a kernel parameter or a local tensor", op.loc)
             for r in op.regions:
                 self.tensor_ops(r, memory)
+
+    def memory_names(self, ops, params) -> None:
+        """Parameters are the kernel's params in order (index 0, 1, ...), at the top level;
+        parameters and local tensors have names of their own (data is found by name)."""
+        top = [op.result.name for op in ops if op.name == "param"]
+        if top != params or [op.attrs["index"] for op in ops if op.name == "param"] != \
+                list(range(len(top))):
+            self.err(f"the param ops ({', '.join(map(str, top))}) must be the module's params "
+                     f"({', '.join(map(str, params or []))}), numbered 0, 1, ... in order")
+        names = [op.result.name for top_op in ops for op in top_op.walk()
+                 if op.name in ("param", "tensor")]
+        if None in names or len(set(names)) != len(names) or \
+                sum(1 for op in ops for x in op.walk() if x.name == "param") != len(top):
+            self.err("parameters and local tensors need names of their own, and parameters "
+                     "belong at the top level")
 
     # -- tile level and later ------------------------------------------------------------------
     def module(self, doc) -> None:
@@ -115,9 +135,21 @@ class _Verifier:
                 if op.name == "block":
                     self.buffers(op, doc.attrs.get("target", {}))
                 if op.name == "program":
-                    self.programs[op.attrs["name"]] = op
+                    self.program(op)
             elif op.name == "task":
                 self.task(op)
+
+    def program(self, p) -> None:
+        """A program's args come first, numbered 0, 1, ... in order; its name is unique."""
+        if p.attrs["name"] in self.programs:
+            self.err(f"program {p.attrs['name']!r} is defined twice", p.loc)
+        self.programs[p.attrs["name"]] = p
+        body = p.regions[0]
+        nargs = sum(1 for op in body if op.name == "arg")
+        if [op.attrs.get("index") for op in body[:nargs]] != list(range(nargs)) or \
+                any(op.name == "arg" for op in body[nargs:]):
+            self.err(f"program {p.attrs['name']!r}: its args must come first, numbered 0, 1, "
+                     f"... in order", p.loc)
 
     def body(self, k, assigned: bool) -> None:
         """A kernel, block or program body: tile instructions on tiles it declares; from the

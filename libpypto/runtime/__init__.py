@@ -37,7 +37,7 @@ def load(doc: Document):
     from .executable import NativeExecutable, NumpyExecutable
     code = code_op(doc)
     if code.attrs["backend"] != "c":
-        return NumpyExecutable(doc, code.attrs["source"])
+        return NumpyExecutable(doc)
     t0 = time.perf_counter()
     lib, cached = compile_shared(code.attrs["source"] + "\n" + runtime_source())
     exe = NativeExecutable(doc, lib)

@@ -113,13 +113,13 @@ class NativeExecutable:
 
 
 class NumpyExecutable:
-    """Programs rendered as numpy code, run by a Python thread pool in dependency order."""
+    """Programs run instruction by instruction on numpy (npexec.py), by a Python thread pool
+    in dependency order. No source text is executed."""
 
-    def __init__(self, doc, source: str):
+    def __init__(self, doc):
+        from .npexec import ProgramRunner
         self.doc = doc
-        ns: dict = {}
-        exec(compile(source, "<pypto numpy programs>", "exec"), ns)  # noqa: S102 -- ours
-        self.fns = {f.__name__: f for f in ns["PROGRAMS"]}
+        self.fns = {p.attrs["name"]: ProgramRunner(p) for p in doc.body if p.name == "program"}
         self.plans: dict = {}
 
     plan = NativeExecutable.plan
