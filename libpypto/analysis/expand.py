@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import PyptoError
 from ..ir import expr as E
+from .limits import require
 
 GRANULE_CAP = 1 << 20     # granules per tensor; coarser granules only add false dependencies
 
@@ -51,64 +52,101 @@ class Expansion:
 
 
 def expand(doc, env: dict) -> Expansion:
-    tasks = [op for op in doc.walk() if op.name == "task"]
-    task_index = {id(t): i for i, t in enumerate(tasks)}
-    programs = [op for op in doc.body if op.name == "program"]
-    gms = [op for op in doc.body if op.name == "gm"]
-    gm_index = {op.result: i for i, op in enumerate(gms)}
-    shapes = {}
-    for op in gms:
-        try:
-            shapes[op] = tuple(int(E.evaluate(d, env)) for d in op.result.type.shape)
-        except E.UnboundSymbol as u:
-            raise PyptoError(f"symbol {u.name} has no size") from None
-    launches: list[Launch] = []
-    boxes: list = []            # per launch: list of (tensor id, mode, lo, hi)
-    count = [0]
+    """Every task instance of doc for the sizes in env, and the instances each waits for."""
+    w = _Walker(doc, env)
+    w.walk(doc.body, dict(env))
+    launch_of = np.concatenate([np.full(lc.n, i, np.int32) for i, lc in enumerate(w.launches)]) \
+        if w.launches else np.zeros(0, np.int32)
+    exp = Expansion(w.tasks, w.programs, w.gms, dict(env), w.launches, launch_of,
+                    shapes=dict(w.shapes))
+    exp.preds = _dependencies(w.boxes, [lc.first for lc in w.launches],
+                              [w.shapes[op] for op in w.gms], w.count)
+    return exp
 
-    def launch(t, lenv) -> None:
-        extents = [max(0, int(E.evaluate(g, lenv))) for g in t.attrs["grid"]]
-        n = int(np.prod(extents)) if extents else 1
+
+class _Walker:
+    """Walks a document's loops and branches for bound sizes, launching its tasks."""
+
+    def __init__(self, doc, env: dict):
+        self.tasks = [op for op in doc.walk() if op.name == "task"]
+        self.task_index = {id(t): i for i, t in enumerate(self.tasks)}
+        self.programs = [op for op in doc.body if op.name == "program"]
+        self.gms = [op for op in doc.body if op.name == "gm"]
+        self.gm_index = {op.result: i for i, op in enumerate(self.gms)}
+        self.shapes = {op: _shape(op, env) for op in self.gms}
+        require("BYTES", sum(int(np.prod(s, dtype=object)) * op.result.type.dtype.itemsize
+                             for op, s in self.shapes.items()), "the tensors of this run, in bytes")
+        self.launches: list[Launch] = []
+        self.boxes: list = []        # per launch: list of (tensor id, mode, lo, hi)
+        self.count = 0
+
+    def walk(self, ops, lenv) -> None:
+        for op in ops:
+            if op.name == "task":
+                self.launch(op, lenv)
+            elif op.name == "loop":
+                a = op.attrs
+                start, stop, step = (_int(a[k], lenv) for k in ("start", "stop", "step"))
+                if step <= 0:
+                    raise PyptoError(f"loop step {step} is not positive", op.loc)
+                require("LAUNCHES", len(self.launches) + len(range(start, stop, step)),
+                        "loop iterations, counted as task launches")
+                for i in range(start, stop, step):
+                    self.walk(op.regions[0], {**lenv, a["var"]: i})
+            elif op.name == "if":
+                self.walk(op.regions[0] if _int(op.attrs["cond"], lenv) else op.regions[1],
+                          lenv)
+            elif op.name == "check":
+                check(op, lenv)
+
+    def launch(self, t, lenv) -> None:
+        extents = [max(0, _int(g, lenv)) for g in t.attrs["grid"]]
+        n = int(np.prod(extents, dtype=object)) if extents else 1
+        require("INSTANCES", self.count + n, "task instances")
+        require("LAUNCHES", len(self.launches) + 1, "task launches")
         idx = np.indices(extents, dtype=np.int64).reshape(len(extents), -1).T if extents \
             else np.zeros((1, 0), np.int64)
-        svals = np.array([int(E.evaluate(s, lenv)) for s in t.attrs["scalars"]], np.int64)
+        svals = np.array([_int(s, lenv) for s in t.attrs["scalars"]], np.int64)
         scal = np.hstack([idx, np.broadcast_to(svals, (n, len(svals)))]).astype(np.int64)
-        launches.append(Launch(task_index[id(t)], count[0], idx, scal))
+        self.launches.append(Launch(self.task_index[id(t)], self.count, idx, scal))
         genv = dict(lenv)
         for d in range(idx.shape[1]):
             genv[f"g{d}"] = idx[:, d]
         acc = []
         for mode, key in (("r", "reads"), ("w", "writes")):
             for tensor, lo, hi in t.attrs[key]:
-                gm = gm_index[t.operands[tensor]]
+                gm = self.gm_index[t.operands[tensor]]
                 lo_a = np.stack([_col(E.evaluate(x, genv), n) for x in lo], 1) if lo else \
                     np.zeros((n, 0), np.int64)
                 hi_a = np.stack([_col(E.evaluate(x, genv), n) for x in hi], 1) if hi else \
                     np.zeros((n, 0), np.int64)
                 acc.append((gm, mode, lo_a, hi_a))
-        boxes.append(acc)
-        count[0] += n
+        self.boxes.append(acc)
+        self.count += n
 
-    def walk(ops, lenv) -> None:
-        for op in ops:
-            if op.name == "task":
-                launch(op, lenv)
-            elif op.name == "loop":
-                a = op.attrs
-                start, stop, step = (int(E.evaluate(a[k], lenv)) for k in ("start", "stop", "step"))
-                for i in range(start, stop, step):
-                    walk(op.regions[0], {**lenv, a["var"]: i})
-            elif op.name == "if":
-                walk(op.regions[0] if E.evaluate(op.attrs["cond"], lenv) else op.regions[1], lenv)
 
-    walk(doc.body, dict(env))
-    launch_of = np.concatenate([np.full(lc.n, i, np.int32) for i, lc in enumerate(launches)]) \
-        if launches else np.zeros(0, np.int32)
-    exp = Expansion(tasks, programs, gms, dict(env), launches, launch_of,
-                    shapes={op: shapes[op] for op in gms})
-    exp.preds = _dependencies(boxes, [lc.first for lc in launches],
-                              [shapes[op] for op in gms], count[0])
-    return exp
+def _shape(op, env: dict) -> tuple:
+    try:
+        shape = tuple(int(E.evaluate(d, env)) for d in op.result.type.shape)
+    except E.UnboundSymbol as u:
+        raise PyptoError(f"symbol {u.name} has no size") from None
+    if any(d < 0 for d in shape):
+        raise PyptoError(f"{op.result.name or 'a tensor'} would have the negative shape "
+                         f"{list(shape)}", op.loc)
+    return shape
+
+
+def _int(e, env: dict) -> int:
+    return int(E.evaluate(e, env))
+
+
+def check(op, env: dict) -> None:
+    """A size check: refuse sizes that would make a write fall off its tensor."""
+    if not E.evaluate(op.attrs["cond"], env):
+        used = sorted(E.free_symbols(op.attrs["cond"]))
+        values = ", ".join(f"{s}={env[s]}" for s in used if s in env)
+        raise PyptoError(f"{op.attrs['what']} (with {values}): it would fall off the end",
+                         op.loc)
 
 
 def _col(v, n: int) -> np.ndarray:

@@ -78,6 +78,8 @@ def _top(ops, scope: set, err) -> None:
                 _top(r, inner, err)
         elif op.name == "gm":
             _types(op, scope, err)
+        elif op.name == "check":
+            _uses(op, a["cond"], scope, err)
         elif op.name in ("kernel", "block"):
             _uses(op, a["grid"], scope, err)
             _body(op.regions[0], scope | grid_vars(len(a["grid"])), err)

@@ -304,6 +304,8 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
     _d("full", (), (T,), {"value": attr(Ex(num=True)), "tile": TILE}, v_created),
     _d("arange", (), (T,), {"start": attr(Ex(num=True)), "step": attr(Ex(num=True)),
                             "tile": TILE}, v_created),
+    _d("check", (), (), {"cond": attr(EXPR), "what": attr(Text())}, None, trace="",
+       where=("tensor", "module")),
     _d("loop", (), (), LOOP, None, trace="", where=("tensor", "module"), regions=1),
     _d("if", (), (), {"cond": attr(EXPR)}, None, trace="", where=("tensor", "module"),
        regions=2),

@@ -18,9 +18,9 @@ from .opdef import check_fields
 from .scope import check_scopes
 from .types import TileType
 
-TOP = {"tile": {"source", "gm", "kernel", "loop", "if"},
-       "block": {"source", "gm", "block", "loop", "if"},
-       "exec": {"source", "gm", "program", "task", "loop", "if"}}
+TOP = {"tile": {"source", "gm", "kernel", "loop", "if", "check"},
+       "block": {"source", "gm", "block", "loop", "if", "check"},
+       "exec": {"source", "gm", "program", "task", "loop", "if", "check"}}
 TOP["sched"] = TOP["exec"] | {"schedule"}
 TOP["code"] = TOP["sched"] | {"code"}
 

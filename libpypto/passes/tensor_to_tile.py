@@ -49,6 +49,7 @@ class _Expander:
         self.nws = 0
         self.dest: list = out.body
         self.gms: list = []           # the gm ops, placed after the source at the end
+        self.checks_at = 0            # where the current region's checks go (its start)
         self.ranges: dict = {}        # loop var -> (first, last) where both are ints
         self.loc = None               # location of the op being expanded
 
@@ -64,10 +65,11 @@ class _Expander:
         self.nkernels += 1
 
     def region(self, ops: list, dest: list) -> None:
-        saved, self.dest = self.dest, dest
+        saved, self.dest = (self.dest, self.checks_at), dest
+        self.checks_at = len(dest)
         for op in ops:
             self.expand(op)
-        self.dest = saved
+        self.dest, self.checks_at = saved
 
     def expand(self, op: Op) -> None:
         """Expand op by the tiling rule its definition names (libpypto/ir/tensor_ops.py)."""
@@ -115,6 +117,12 @@ class _Expander:
         v = op.result
         g = self.gm(v.name, v.type, {"local": v.name}, op.loc)
         self.home[v] = Home(g, [0] * v.type.rank, list(v.type.shape))
+
+    def x_check(self, op):
+        """A size check stays a check, at the start of its region (it depends on sizes and
+        loop indices only, not on data, so it can go first: it never splits fusion)."""
+        self.dest.insert(self.checks_at, Op("check", [], [], dict(op.attrs), [], op.loc))
+        self.checks_at += 1
 
     def x_loop(self, op):
         new = Op("loop", [], [], dict(op.attrs), [[]], op.loc)
@@ -482,6 +490,25 @@ class _Expander:
                   for v, lim, a, o in zip(valid, hd.valid, op.attrs["offsets"], offs)]
         self.store(body, t, hd, dst_offs, dvalid, op.loc)
         self.kernel(op, grid, body, tile)
+        for d, (a, v, lim) in enumerate(zip(op.attrs["offsets"], h.valid, hd.valid)):
+            end = E.add(a, v)
+            what = f"assemble writes [{E.to_str(a)}:{E.to_str(end)}] in dim {d} of {dst.name}, " \
+                   f"which has size {E.to_str(lim)}"
+            self.require(a, 0, what, op.loc)            # 0 <= offset
+            self.require(lim, end, what, op.loc)        # offset + valid extent <= size
+
+    def require(self, big, small, what: str, loc) -> None:
+        """small <= big for every size: refused now if it never holds, checked when the sizes
+        are bound (a `check` op) unless it always holds. The store clips to the destination,
+        so without this the data past its end would be dropped silently."""
+        slack = E.sub(big, small)
+        if isinstance(slack, int) and slack < 0:
+            raise CompileError(what, loc)
+        # big - (a + min(x, y)) = max(big - a - x, big - a - y): holds if either part does
+        lows = [E.bounds(E.sub(big, alt), self.ranges)[0] for alt in _min_parts(small)]
+        low = max((x for x in lows if x is not None), default=None)
+        if low is None or low < 0:
+            self.x_check(Op("check", [], [], {"cond": E.le(small, big), "what": what}, [], loc))
 
     def x_permute(self, op):
         x = op.operands[0]
@@ -620,6 +647,18 @@ def _batch_offs(v: Value, out_t: TensorType, gvar: list) -> list:
         d = j + nb - (v.type.rank - 2)
         offs.append(0 if v.type.shape[j] == 1 and out_t.shape[d] != 1 else gvar[d])
     return offs
+
+
+def _min_parts(e) -> list:
+    """e as the min of these: a + min(x, y) is min(a + x, a + y); anything else is itself."""
+    if isinstance(e, E.Expr) and e.op == "min":
+        return list(e.args)
+    if isinstance(e, E.Expr) and e.op == "add":
+        mins = [t for t in e.args if isinstance(t, E.Expr) and t.op == "min"]
+        if len(mins) == 1:
+            rest = E.add(*[t for t in e.args if t is not mins[0]])
+            return [E.add(rest, x) for x in mins[0].args]
+    return [e]
 
 
 def _nest(inner: list, loops: list) -> list:

@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import PyptoError
 from ..ir import expr as E
 from ..ir import ops as O
+from ..analysis.expand import check
 from ..ir.defs import OPS
 from ..ir.types import dtype as _dtype
 
@@ -124,6 +125,9 @@ class _Interp:
             self.env[a["var"]] = i
             self.region(op.regions[0])
         self.env.pop(a["var"], None)
+
+    def op_check(self, op):
+        check(op, self.env)
 
     def op_if(self, op):
         self.region(op.regions[0] if self.ev(op.attrs["cond"]) else op.regions[1])
