@@ -30,11 +30,14 @@ def run(
     repeat: int = typer.Option(1, "--repeat", help="run N times (warm caches); report median and best"),
     out: str = typer.Option("-", "-o", help="run record file ('-' = stdout)"),
     text: bool = typer.Option(False, "-S", help="write the run record as text"),
+    sanitize: bool = typer.Option(False, "--sanitize", help="build with AddressSanitizer and UBSan, run in a child process"),
 ) -> None:
     """Run SRC on the host: bind sizes, prepare data, execute, verify; report on stderr."""
     from libpypto.cli.run import run_main
-    run_main(src, inputs, input or [], bind or [], seed, outputs, threads, backend, verify, out,
-             text, repeat)
+    from libpypto.runtime.compiler import sanitized_backend, sanitizing
+    with sanitizing(sanitize):      # compiler.py: a sanitized build runs in a child process
+        run_main(src, inputs, input or [], bind or [], seed, outputs, threads,
+                 sanitized_backend(sanitize, backend), verify, out, text, repeat)
 
 
 def main() -> None:
