@@ -363,12 +363,22 @@ INTERNAL = ("import sys, libpypto.driver as d\n"
             "from pypto_lower.main import main\nmain()\n")
 
 
-def test_internal_errors_are_one_line_unless_debugging(files):
+def test_internal_errors_are_one_line_unless_debugging(files, tmp_path):
     cmd = [sys.executable, "-c", INTERNAL, str(files["tensor"])]
-    p = subprocess.run(cmd, capture_output=True, env=env_for(), timeout=60)
+    p = subprocess.run(cmd, capture_output=True, env=env_for(PYPTO_CACHE_DIR=str(tmp_path)),
+                       timeout=60)
     assert p.returncode == 70
-    assert p.stderr.decode() == ("pypto-lower: internal error: RuntimeError: boom (rerun with "
-                                 "PYPTO_DEBUG=1 for a traceback)\n")
+    err = p.stderr.decode()
+    head = "pypto-lower: internal error, please report: RuntimeError: boom; saved the input to "
+    assert err.startswith(head) and err.count("\n") == 1, err
+    # the reproducer: the command line, the bytes read, the traceback; no name from the input
+    saved = pathlib.Path(err[len(head):].strip())
+    assert saved.parent == tmp_path / "crash"
+    assert sorted(f.name for f in saved.iterdir()) == ["command.txt", "input-1.ir",
+                                                       "traceback.txt"]
+    assert (saved / "input-1.ir").read_bytes() == files["tensor"].read_bytes()
+    assert (saved / "command.txt").read_text() == f"pypto-lower {files['tensor']}\n"
+    assert "RuntimeError: boom" in (saved / "traceback.txt").read_text()
     p = subprocess.run(cmd, capture_output=True, env=env_for(debug=True), timeout=60)
     assert p.returncode != 0
     assert "Traceback (most recent call last)" in p.stderr.decode()
@@ -395,7 +405,7 @@ def test_interrupt_exits_130():
 # -- usage errors ------------------------------------------------------------------------------
 
 USAGE = [
-    ("lower", ["--bogus"], "No such option: --bogus"),
+    ("lower", ["--bogus"], "no such option: --bogus"),
     ("lower", ["-p", "tensor2tile"], "unknown pass 'tensor2tile' (known: alloc, "),
     ("lower", ["-p", "fuse{enable=false"], "pipeline: unclosed '{' after 'fuse'"),
     ("lower", ["-p", "fuse{bogus=1}"], "pass 'fuse' has no option 'bogus'"),
