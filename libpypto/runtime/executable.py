@@ -179,6 +179,8 @@ def run_standalone(path: str, ntasks: int, tables: dict, slots: list, buffers: l
     import tempfile
 
     from ..ir.files import cleanup_on_signals
+    if not all(a.flags.c_contiguous for a, _ in buffers):
+        raise PyptoError("a sanitized run needs C-contiguous arrays")
     with cleanup_on_signals(), tempfile.TemporaryDirectory(prefix="pypto-run-") as tmp:
         job, res = f"{tmp}/job", f"{tmp}/result"
         with open(job, "wb") as f:
@@ -246,8 +248,14 @@ def _child_failed(path: str, rc: int, err: str) -> None:
     raise PyptoError(f"{what} ({', '.join([*details, f'report in {log}'])})")
 
 
-_RUNTIME_FRAME = ("__interceptor_", "__asan", "__ubsan", "__lsan", "__sanitizer", "_start",
-                  "__libc_", "start_thread", "clone")
+_NOT_OURS = ("__interceptor_", "__asan", "__ubsan", "__lsan", "__tsan", "__sanitizer", "_start",
+             "__libc_", "start_thread", "clone", "(", "0x")
+
+
+def _ours(name: str, loc: str) -> bool:
+    """Whether a stack frame is in the kernel or the runtime, not the sanitizer or libc."""
+    return not (name.startswith(_NOT_OURS) or "sanitizer" in loc or "libasan" in loc
+                or name in ("malloc", "calloc", "realloc", "posix_memalign", "free"))
 
 
 def sanitizer_error(report: str) -> tuple[str, list] | None:
@@ -255,20 +263,21 @@ def sanitizer_error(report: str) -> tuple[str, list] | None:
     function (`AddressSanitizer: heap-buffer-overflow in p0`), and details (where, the
     access: `kernel.c:41`, `WRITE of size 4`); None if the report has none."""
     import re
-    asan = re.search(r"ERROR: (AddressSanitizer|LeakSanitizer): ([\w-]+)", report)
+    found = re.search(r"(?:ERROR|WARNING): (AddressSanitizer|LeakSanitizer|ThreadSanitizer): "
+                      r"([^\n]*)", report)
     ubsan = re.search(r"(\S+:\d+(?::\d+)?): runtime error: ([^\n]+)", report)
-    if ubsan and (asan is None or ubsan.start() < asan.start()):
+    if ubsan and (found is None or ubsan.start() < found.start()):
         tool, what, where, rest = ("UndefinedBehaviorSanitizer", ubsan.group(2),
                                    ubsan.group(1), report[ubsan.end():])
-    elif asan:
-        tool, what, where, rest = asan.group(1), asan.group(2), "", report[asan.end():]
+    elif found:     # "heap-buffer-overflow on address ...", "data race (pid=1)"
+        tool, what, where, rest = (found.group(1), re.split(r" on | \(|:", found.group(2))[0],
+                                   "", report[found.end():])
     else:
         return None
     func = "?"
-    for m in re.finditer(r"#\d+ 0x[0-9a-f]+ in (\S+)(?: (\S+))?", rest):
+    for m in re.finditer(r"#\d+ (?:0x[0-9a-f]+ in )?(\S+)(?: (\S+))?", rest):
         name, loc = m.group(1), m.group(2) or ""
-        if name.startswith(_RUNTIME_FRAME) or "sanitizer" in loc or "libasan" in loc \
-                or name in ("malloc", "calloc", "realloc", "posix_memalign", "free"):
+        if not _ours(name, loc):
             continue
         func, where = name, where or loc
         break

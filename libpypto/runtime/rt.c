@@ -134,6 +134,30 @@ static void *pp_pool_thread(void *p) {
     return NULL;
 }
 
+/* fork(): the child has only the thread that forked. Preparing takes the pool's locks, so no
+   run is half-way and no lock is held by a thread the child will not have; the child then
+   forgets the pool threads (their arenas are kept for the next ones) and grows a new pool
+   on its first run. Without this, a run in the child of a process that had run this library
+   would wait forever for workers that do not exist. */
+static void pp_fork_prepare(void) {
+    pthread_mutex_lock(&pp_pool.run_mu);
+    pthread_mutex_lock(&pp_pool.mu);
+}
+
+static void pp_fork_parent(void) {
+    pthread_mutex_unlock(&pp_pool.mu);
+    pthread_mutex_unlock(&pp_pool.run_mu);
+}
+
+static void pp_fork_child(void) {
+    pthread_cond_init(&pp_pool.work_cv, NULL);    /* their waiters are gone */
+    pthread_cond_init(&pp_pool.done_cv, NULL);
+    if (pp_pool.nthreads > 1) pp_pool.nthreads = 1;
+    pp_pool.busy = 0;
+    pthread_mutex_unlock(&pp_pool.mu);
+    pthread_mutex_unlock(&pp_pool.run_mu);
+}
+
 static char *pp_new_arena(void) {
     char *a = NULL;
     return posix_memalign((void **)&a, 64, pypto_arena_bytes > 0 ? (size_t)pypto_arena_bytes : 64)
@@ -142,22 +166,24 @@ static char *pp_new_arena(void) {
 
 /* Grow the pool to n workers; returns how many there are (fewer if the system refuses). */
 static int pp_pool_grow(int n) {
+    static int fork_safe = 0;
     if (n > PP_MAX_THREADS) n = PP_MAX_THREADS;
+    if (!fork_safe) fork_safe = pthread_atfork(pp_fork_prepare, pp_fork_parent, pp_fork_child) == 0;
     if (pp_pool.nthreads == 0) {
-        pp_pool.arena[0] = pp_new_arena();
+        if (!pp_pool.arena[0]) pp_pool.arena[0] = pp_new_arena();
         if (!pp_pool.arena[0]) return 0;
         pp_pool.nthreads = 1;
     }
     while (pp_pool.nthreads < n) {
         int core = pp_pool.nthreads;
-        pp_pool.arena[core] = pp_new_arena();
+        if (!pp_pool.arena[core]) pp_pool.arena[core] = pp_new_arena();   /* kept after a fork */
         if (!pp_pool.arena[core]) break;
         pthread_mutex_lock(&pp_pool.mu);
         pp_pool.born[core] = pp_pool.generation;
         int rc = pthread_create(&pp_pool.th[core], NULL, pp_pool_thread, (void *)(intptr_t)core);
         if (rc == 0) pp_pool.nthreads++;
         pthread_mutex_unlock(&pp_pool.mu);
-        if (rc != 0) { free(pp_pool.arena[core]); break; }
+        if (rc != 0) { free(pp_pool.arena[core]); pp_pool.arena[core] = NULL; break; }
     }
     return pp_pool.nthreads;
 }

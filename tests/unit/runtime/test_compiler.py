@@ -167,6 +167,7 @@ print(path, cached)
 """
 
 
+@pytest.mark.slow
 def test_two_processes_compiling_one_kernel_at_once_both_succeed(cache, tmp_path):
     src_file = tmp_path / "k.c"
     src_file.write_text(source(11, functions=60))

@@ -64,6 +64,7 @@ def start_writer(path: pathlib.Path, size: int) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_kill9_at_any_moment_leaves_the_old_or_a_whole_new_file(tmp_path):
     path = tmp_path / "out.bin"
     old = b"old file"
@@ -81,6 +82,7 @@ def test_kill9_at_any_moment_leaves_the_old_or_a_whole_new_file(tmp_path):
     assert tags - {b"old"}, "no trial got as far as one write: the test proved nothing"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_sigterm_and_sigint_during_atomic_write_leave_no_temporary_file(tmp_path, sig):
     path = tmp_path / "out.bin"
@@ -171,9 +173,40 @@ def test_kill9_during_pypto_prof_leaves_old_or_whole_profiles(tmp_path):
 
 # -- worker threads --------------------------------------------------------------------------
 
+FORKER = r"""
+import os, sys
+import libpypto as pypto
+doc = pypto.emit(pypto.trace(sys.argv[1]))
+pypto.run(doc, bind={"x_0": 64}, threads=2, verify=False)      # the pool's threads exist
+pid = os.fork()
+if pid == 0:             # only the forking thread is in the child: the pool must start anew
+    rec = pypto.run(doc, bind={"x_0": 64}, threads=2, seed=1)
+    os._exit(0 if rec.body[0].attrs["verdict"] == "pass" else 3)
+_, status = os.waitpid(pid, 0)
+rec = pypto.run(doc, bind={"x_0": 64}, threads=2, seed=1)     # and the parent's still works
+print(os.waitstatus_to_exitcode(status), rec.body[0].attrs["verdict"])
+"""
+
+
+@pytest.mark.needs_cc
+def test_a_forked_child_runs_kernels_its_parent_ran(tmp_path):
+    p = subprocess.Popen([sys.executable, "-c", FORKER, str(ROOT / "examples" / "softmax.py")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)          # the hung child too
+        p.communicate()
+        pytest.fail("a run in the forked child waited forever for its parent's workers")
+    assert p.returncode == 0, err.decode()
+    assert out.decode().split() == ["0", "pass"], err.decode()
+
+
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
 
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_outputs_are_bit_identical_for_1_2_and_8_threads(name, ex):

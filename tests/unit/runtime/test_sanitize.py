@@ -199,3 +199,53 @@ def test_the_runtime_alone_under_sanitizers(n):
     assert (done[:n] == len(threads)).all(), done[:n][done[:n] != len(threads)]
     assert len(out["walls_ns"]) == len(threads)
     assert sorted(set(out["core"][:n].tolist())) <= list(range(256))
+
+
+def test_the_runtime_alone_under_threadsanitizer(tmp_path):
+    """The runtime's locking, under ThreadSanitizer (which cannot be combined with ASan)."""
+    from libpypto.runtime.executable import run_standalone
+    (tmp_path / "rt.c").write_text(RUNTIME_PROGRAMS + compiler.runtime_source())
+    exe = tmp_path / "rt.tsan"
+    cc = subprocess.run([compiler.find_cc(), "-O1", "-g", "-fsanitize=thread", "-std=gnu11",
+                         "-pthread", "-DPYPTO_STANDALONE", str(tmp_path / "rt.c"), "-o", str(exe)],
+                        capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    probe = subprocess.run([str(exe)], capture_output=True, text=True)
+    if "FATAL: ThreadSanitizer" in probe.stderr:        # e.g. an address layout it cannot use
+        pytest.skip(f"ThreadSanitizer cannot run here: {probe.stderr.strip()[:200]}")
+    threads = [1, 2, 8, 3, 300, 1, 2]
+    ntasks, tables, buffers, slots = random_graph(2000, seed=5)
+    out = run_standalone(str(exe), ntasks, tables, slots, buffers, threads)
+    assert out["rc"] == 0
+    assert (buffers[0][0][:ntasks] == len(threads)).all()
+
+
+def test_sanitizer_reports_become_one_line():
+    from libpypto.runtime.executable import sanitizer_error
+    asan = """==1==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6 at pc 0x5 bp 0x7
+WRITE of size 4 at 0x602000000014 thread T1
+    #0 0x7f3c in __interceptor_memcpy ../../../../src/libsanitizer/sanitizer_common/x.inc:827
+    #1 0x55d1 in p3 kernel.c:41
+    #2 0x55d2 in pp_work kernel.c:300
+"""
+    assert sanitizer_error(asan) == ("AddressSanitizer: heap-buffer-overflow in p3",
+                                     ["kernel.c:41", "WRITE of size 4"])
+    ubsan = """kernel.c:12:5: runtime error: shift exponent 40 is too large for 32-bit type 'int'
+    #0 0x55d1 in p0 kernel.c:12
+"""
+    assert sanitizer_error(ubsan) == (
+        "UndefinedBehaviorSanitizer: shift exponent 40 is too large for 32-bit type 'int' in p0",
+        ["kernel.c:12:5"])
+    tsan = """WARNING: ThreadSanitizer: data race (pid=12)
+  Write of size 8 at 0x7b04 by thread T2:
+    #0 pp_work kernel.c:88 (rt.tsan+0x1234)
+"""
+    assert sanitizer_error(tsan) == ("ThreadSanitizer: data race in pp_work", ["kernel.c:88"])
+    leak = """==9==ERROR: LeakSanitizer: detected memory leaks
+Direct leak of 100 byte(s) in 1 object(s) allocated from:
+    #0 0x7f3c in __interceptor_malloc ../../../../src/libsanitizer/asan/asan_malloc_linux.cpp:69
+    #1 0x5584 in pp_new_arena kernel.c:3
+"""
+    assert sanitizer_error(leak) == ("LeakSanitizer: detected memory leaks in pp_new_arena",
+                                     ["kernel.c:3"])
+    assert sanitizer_error("all fine\n") is None
