@@ -12,8 +12,6 @@ with argv, stdin, stdout and stderr replaced: same code path, a hundredth of the
 """
 from __future__ import annotations
 
-import importlib
-import io
 import json
 import os
 import pathlib
@@ -31,109 +29,8 @@ from libpypto.driver import parse_ir
 from libpypto.ir import serde
 from libpypto.ir.text import parse_doc
 
-BIN = pathlib.Path(sys.executable).parent
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-EX = ROOT / "examples"
-SOFTMAX = str(EX / "softmax.py")        # DYNAMIC rows: x_0
-ADD = str(EX / "add.py")                # fully static
-TOOLS = ("trace", "lower", "sched", "emit", "run", "prof")
-READERS = ("lower", "sched", "emit", "run", "prof")       # tools that read IR
-WRITERS = ("trace", "lower", "sched", "emit")             # tools whose output is IR
-RUN_FAST = ("--backend", "numpy", "--threads", "1")
-_CACHE: list = []
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _tool_cache(tmp_path_factory):
-    _CACHE.append(str(tmp_path_factory.getbasetemp() / "pypto-cache"))
-
-
-def env_for(debug: bool = False, **extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "PYPTO_DEBUG"}
-    env.setdefault("PYPTO_CACHE_DIR", _CACHE[0])
-    if debug:
-        env["PYPTO_DEBUG"] = "1"
-    env.update(extra)
-    return env
-
-
-def tool(name: str, *args, input: bytes | None = None, debug: bool = False, cwd=None,
-         **extra_env) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / f"pypto-{name}"), *map(str, args)], input=input,
-                          capture_output=True, env=env_for(debug, **extra_env), cwd=cwd,
-                          timeout=180)
-
-
-def tools(*calls: tuple) -> list:
-    """Several tool(...) runs at once (each call: (name, args, kwargs)); results in order."""
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = [pool.submit(tool, name, *args, **kw) for name, args, kw in calls]
-        return [f.result() for f in futures]
-
-
-def ok(p: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert p.returncode == 0, p.stderr.decode()
-    return p
-
-
-@pytest.fixture
-def cli(monkeypatch):
-    """cli(name, *args, input=b"", cwd=None, **env): run pypto-NAME's main() in this process."""
-    from libpypto import errors
-    monkeypatch.delenv("PYPTO_DEBUG", raising=False)
-
-    def run(name: str, *args, input: bytes = b"", cwd=None, **env) -> subprocess.CompletedProcess:
-        main = importlib.import_module(f"pypto_{name}.main").main
-        out, err = io.BytesIO(), io.BytesIO()
-        stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
-        stderr = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
-        with monkeypatch.context() as m:
-            m.setattr(sys, "argv", [f"pypto-{name}", *map(str, args)])
-            m.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(input), encoding="utf-8"))
-            m.setattr(sys, "stdout", stdout)
-            m.setattr(sys, "stderr", stderr)
-            for k, v in env.items():
-                m.setenv(k, v)
-            if cwd is not None:
-                m.chdir(cwd)
-            try:
-                main()
-                code = 0
-            except SystemExit as done:
-                code = done.code if isinstance(done.code, int) else int(done.code is not None)
-            finally:
-                errors.set_warning_handler(None)
-        return subprocess.CompletedProcess([name, *args], code, out.getvalue(), err.getvalue())
-    return run
-
-
-def one_error_line(p: subprocess.CompletedProcess, name: str, code: int) -> str:
-    """The stderr of a failed run: exactly one line `pypto-X: error: ...`, no traceback."""
-    err = p.stderr.decode()
-    assert p.returncode == code, (p.returncode, err)
-    assert "Traceback" not in err
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"pypto-{name}: error: "), err
-    return lines[0][len(f"pypto-{name}: error: "):]
-
-
-def level_of(data: bytes) -> str:
-    return parse_ir(data, "<test>").level
-
-
-@pytest.fixture(scope="module")
-def files(tmp_path_factory):
-    """softmax at every level, each written by its tool with -o."""
-    d = tmp_path_factory.mktemp("levels")
-    f = {lvl: d / f"softmax.{lvl}" for lvl in ("tensor", "exec", "sched", "code", "run")}
-    ok(tool("trace", SOFTMAX, "-o", f["tensor"]))
-    ok(tool("lower", f["tensor"], "-o", f["exec"]))
-    ok(tool("sched", f["exec"], "-o", f["sched"]))
-    ok(tool("emit", f["sched"], "-o", f["code"]))
-    ok(tool("run", f["code"], "--bind", "x_0=16", *RUN_FAST, "-o", f["run"]))
-    return f
+from toolrun import (ADD, BIN, EX, READERS, ROOT, RUN_FAST, SOFTMAX, TOOLS, WRITERS,  # noqa: F401
+                     env_for, level_of, ok, one_error_line, tool, tools)
 
 
 # -- help ------------------------------------------------------------------------------------
