@@ -26,9 +26,9 @@ def xml(s) -> str:
 
 
 def ticks(span_ns: float, most: int = 10) -> tuple[float, float, str]:
-    """A round tick step (1, 2 or 5 times a power of ten) giving at most `most` ticks, and
-    the unit to label them in: (step ns, unit ns, unit name)."""
-    raw = max(span_ns, 1.0) / most
+    """A round tick step (1, 2 or 5 times a power of ten ns) giving at most `most` ticks,
+    and the unit to label them in: (step ns, unit ns, unit name)."""
+    raw = max(span_ns / most, 1.0)                  # nothing finer than a nanosecond
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
     unit, name = (1.0, "ns") if step < 1e3 else (1e3, "us") if step < 1e6 else (1e6, "ms")
