@@ -42,7 +42,7 @@ def lower(
     if list_passes:
         typer.echo(describe_passes())
         return
-    with progress("pypto-lower", "lowering"):
+    with progress("pypto-lower", "" if print_after_all or print_after else "lowering"):
         doc = input_for_pipeline(src) if print_pipeline else \
             load_doc(src, kernel, const, bind, target, bind_ir=False)
         result = lower_main(doc, passes, target, print_pipeline, print_after_all,
