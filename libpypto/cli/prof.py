@@ -22,13 +22,26 @@ def prediction(doc, rec) -> dict | None:
                                         "target") if k in sched.attrs}
 
 
+def _nothing_to_run(trace_opts: dict, run_opts: dict) -> None:
+    """The options of a run given a run record: an error (it has been run)."""
+    from ..errors import UsageError
+    default = {"seed": 0, "repeat": 1}
+    given = [f"--{k}" for k in ("bind", "target") if trace_opts.get(k)] + \
+        [f"--{'input' if k == 'single' else k}" for k, v in run_opts.items()
+         if v != default.get(k) and v not in (None, [])]
+    if given:
+        raise UsageError(f"{', '.join(given)}: the input is a run record already; these "
+                         f"options apply when pypto-prof runs an earlier level")
+
+
 def prof_main(src, out, chrome, svg, fmt, trace_opts: dict, run_opts: dict) -> None:
     """Profile SRC (a run record, or any earlier level, which is run first) to OUT."""
     from ..driver import profile, schedule
     from ..ir.core import level_index
     from .io import write_output
     from .progress import progress
-    from .run import report, run_doc
+    from .run import mismatch_line, run_doc
+    from .text import printable
     with progress("pypto-prof", "compiling") as p:
         doc = load_doc(src, **trace_opts)
         predicted = None
@@ -40,12 +53,12 @@ def prof_main(src, out, chrome, svg, fmt, trace_opts: dict, run_opts: dict) -> N
                           verify=True, outputs=None, **run_opts)
             predicted = prediction(doc, rec)
         else:
+            _nothing_to_run(trace_opts, run_opts)
             rec = doc
     text = profile(rec, chrome=chrome, svg=svg, fmt=fmt, predicted=predicted)
     write_output(out, text.encode(), binary=False)
-    a = rec.body[0].attrs
-    if rec is not doc and a["verdict"] == "fail":
-        sys.stderr.write("".join(ln.replace("pypto-run:", "pypto-prof:", 1)
-                                 for ln in report(rec).splitlines(True)[1:2]))
-        raise MismatchError("outputs differ from the numpy reference (the profile is of a "
-                            "failed run)")
+    bad = [c for c in rec.body[0].attrs["checks"] if not c["ok"]]
+    if rec is not doc and bad:
+        sys.stderr.write("".join(f"pypto-prof: {printable(mismatch_line(c))}\n" for c in bad))
+        raise MismatchError(f"outputs differ from the numpy reference "
+                            f"({', '.join(c['name'] for c in bad)}); the profile is of that run")

@@ -215,3 +215,10 @@ def test_exit_codes_are_the_documented_ones(cli, files, tmp_path):
     assert cli("lower", tmp_path / "missing.ir").returncode == 2
     msg = one_error_line(cli("lower", tmp_path / "bad.py"), "lower", 1)
     assert msg.endswith("module 'libpypto' has no attribute 'expp'; did you mean 'exp'?")
+
+
+def test_prof_of_a_run_record_refuses_run_options(cli, files):
+    msg = one_error_line(cli("prof", files["run"], "--threads", "1", "--bind", "x_0=4"),
+                         "prof", 2)
+    assert msg == ("--bind, --threads: the input is a run record already; these options "
+                   "apply when pypto-prof runs an earlier level")

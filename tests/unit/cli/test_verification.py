@@ -134,3 +134,17 @@ def test_pypto_run_passes_on_an_input_with_a_huge_element(cli, tmp_path):
     np.save(tmp_path / "x.npy", x)
     p = ok(cli("run", ADD, "--input", f"x={tmp_path / 'x.npy'}", *RUN_FAST, "-o", "-"))
     assert "add: pass" in p.stderr.decode()
+
+
+@pytest.mark.needs_cc
+def test_pypto_prof_of_a_failing_run(cli, monkeypatch):
+    """pypto-prof runs an earlier level as pypto-run would: the profile is printed, the
+    mismatch named, and the exit status is 1."""
+    monkeypatch.setitem(D.TOLERANCE, "f32", (0.0, 0.0, 0.0, 0.0))
+    p = cli("prof", EX / "softmax.py", "--bind", "x_0=16", "--threads", "1")
+    assert p.returncode == 1
+    assert p.stdout.decode().startswith("kernel softmax: fail, c backend, 1 thread")
+    err = p.stderr.decode().splitlines()
+    assert err[0].startswith("pypto-prof: y: ") and " mismatches; first at [" in err[0]
+    assert err[-1] == ("pypto-prof: error: outputs differ from the numpy reference (y); the "
+                       "profile is of that run")
