@@ -49,7 +49,8 @@ def test_did_you_mean_an_attribute():
 
 @pytest.mark.parametrize("raw, shown", [
     ("plain text", "plain text"),
-    ("\x1b[2J", "\\x1b[2J"), ("a\rb", "a\\x0db"), ("a\nb", "a\\x0ab"), ("\x07\x00\x7f", "\\x07\\x00\\x7f"),
+    ("\x1b[2J", "\\x1b[2J"), ("a\rb", "a\\x0db"), ("a\nb", "a\\x0ab"),
+    ("\x07\x00\x7f", "\\x07\\x00\\x7f"),
     ("\x9b31m", "\\x9b31m"), ("\u202eevil", "\\u202eevil"), ("\u2066x\u2069", "\\u2066x\\u2069"),
     ("caf\u00e9 \u03bb", "caf\u00e9 \u03bb"),
 ])
