@@ -124,7 +124,8 @@ def _npz_ok(path: pathlib.Path, name: str) -> str:
 def test_kill9_during_pypto_run_leaves_old_or_whole_outputs(tmp_path):
     """--outputs and -o of a run whose outputs take a while to write, killed at random."""
     from libpypto.driver import parse_ir
-    env = dict(os.environ)
+    os.makedirs(tmp_path / "tmp")            # what a killed compile leaves stays in here
+    env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"))
     npz, rec = tmp_path / "out.npz", tmp_path / "run.msgpack"
     cmd = [str(BIN / "pypto-run"), str(ROOT / "examples" / "softmax.py"), "--bind",
            "x_0=8192", "--no-verify", "--outputs", str(npz), "-o", str(rec)]
@@ -167,7 +168,8 @@ def test_kill9_during_pypto_prof_leaves_old_or_whole_profiles(tmp_path):
             json.loads(chrome.read_text())
         if svg.read_text() != "old":
             assert svg.read_text().rstrip().endswith("</svg>")
-    assert subprocess.run(cmd, capture_output=True, timeout=120).returncode == 0
+    p = subprocess.run(cmd, capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr.decode()
     assert json.loads(chrome.read_text()) and svg.read_text().rstrip().endswith("</svg>")
 
 
