@@ -16,6 +16,7 @@ blindly:
 - SIGINT and SIGTERM during a compile remove every temporary file: the compiler runs in a
   process group of its own with TMPDIR inside our temporary directory, and is stopped with
   SIGTERM (so it removes its own files too) before that directory goes (ir/files.py).
+  What a SIGKILL leaves in the cache is removed by a later compile once a day old.
 - An unwritable cache falls back, with one warning per process, to pypto-cache-UID in the
   temporary directory (made 0700, and refused unless it is ours and no one else can write
   it), else to a fresh private directory.
@@ -48,6 +49,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import time
 from functools import lru_cache
 from importlib import resources
 
@@ -273,6 +275,19 @@ def _build(cc: str, flags: list, source: str, key: str, path: str, sanitize: boo
     atomic_write(path, body + _trailer(key, body), mode=0o777 if sanitize else 0o666)
     st = os.stat(path)
     _verified[path] = ((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), key)
+    _prune_stale(os.path.dirname(path))
+
+
+def _prune_stale(d: str, age_s: float = 86400.0) -> None:
+    """Remove the temporary files that killed processes left (SIGKILL cannot be caught)
+    once they are a day old: no compile or write takes that long."""
+    cutoff = time.time() - age_s
+    with contextlib.suppress(OSError), os.scandir(d) as entries:
+        for e in entries:
+            if e.name.startswith(".pypto-") and e.name.endswith(".tmp"):
+                with contextlib.suppress(OSError):
+                    if e.stat(follow_symlinks=False).st_mtime < cutoff:
+                        os.unlink(e.path)
 
 
 def _run_cc(cmd: list, tmp: str) -> tuple[int, str]:

@@ -154,6 +154,16 @@ def test_the_sanitized_build_is_a_separate_entry(cache):
     assert compiler.cache_key(source()) != compiler.cache_key(source(), sanitize=True)
 
 
+def test_temporary_files_a_kill_left_are_pruned_when_a_day_old(cache):
+    os.makedirs(cache)
+    old, new = cache / ".pypto-old.tmp", cache / ".pypto-new.tmp"
+    old.write_bytes(b"left by a kill -9")
+    new.write_bytes(b"another process is writing this")
+    os.utime(old, (time.time() - 2 * 86400,) * 2)
+    compiler.compile_shared(source(9))
+    assert not old.exists() and new.exists()
+
+
 # -- two processes, unwritable caches, signals ------------------------------------------------
 
 RACER = r"""
