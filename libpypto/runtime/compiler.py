@@ -142,7 +142,7 @@ def cache_key(source: str, sanitize: bool = False) -> str:
     key = _keys.get(k)
     if key is None:
         flags = SANITIZE_FLAGS if sanitize else CFLAGS
-        if len(_keys) >= 64:
+        if len(_keys) >= 16:       # sources can be megabytes: keep a few
             _keys.clear()
         key = _keys[k] = _digest("\0".join([source, " ".join(flags), _cc_version(cc),
                                             ENTRY_FORMAT]).encode())
