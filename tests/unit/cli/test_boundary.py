@@ -101,6 +101,7 @@ def test_no_progress_when_not_a_terminal(monkeypatch):
     assert pipe.getvalue() == ""
 
 
+@pytest.mark.slow
 def test_a_long_trace_shows_progress_on_a_terminal_only(tmp_path):
     """An op file that traces for three seconds (then times out): on a terminal a spinner
     appears and is erased before the error; through a pipe the error is all there is."""

@@ -20,6 +20,7 @@ def make(*args, cwd=ROOT) -> subprocess.CompletedProcess:
                           text=True, env=env, cwd=cwd, timeout=600)
 
 
+@pytest.mark.slow
 def test_default_example_through_every_stage(tmp_path):
     out = tmp_path / "softmax"
     p = make(f"OUT={out}")

@@ -199,6 +199,7 @@ def test_successful_output_replaces_and_leaves_no_temp_files(cli, files, tmp_pat
     assert [x.name for x in tmp_path.iterdir()] == ["out.ir"]
 
 
+@pytest.mark.slow
 def test_output_file_mode_follows_umask(tmp_path):
     ok(tool("trace", ADD, "-o", tmp_path / "t.ir"))
     umask = os.umask(0)
@@ -206,6 +207,7 @@ def test_output_file_mode_follows_umask(tmp_path):
     assert stat.S_IMODE((tmp_path / "t.ir").stat().st_mode) == 0o666 & ~umask
 
 
+@pytest.mark.slow
 def test_output_to_a_special_file_writes_through(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
@@ -234,6 +236,7 @@ def test_exit_codes_of_a_real_process(files, tmp_path):
     assert one_error_line(bad_usage, "run", 2) == "--threads must be at least 1"
 
 
+@pytest.mark.slow
 def test_short_pipe():
     data = ok(tool("trace", SOFTMAX)).stdout
     p = ok(tool("run", "--bind", "x_0=16", *RUN_FAST, input=data))
@@ -243,6 +246,7 @@ def test_short_pipe():
 
 # -- debugging ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_debug_shows_a_traceback(tmp_path):
     (tmp_path / "g.ir").write_bytes(b"junk")
     quiet = tool("lower", "g.ir", cwd=tmp_path)
@@ -282,6 +286,7 @@ def test_internal_errors_are_one_line_unless_debugging(files, tmp_path):
     assert "RuntimeError: boom" in p.stderr.decode()
 
 
+@pytest.mark.slow
 def test_interrupt_exits_130():
     import signal
     import time
@@ -364,6 +369,7 @@ def test_tools_take_earlier_levels(cli, files):
         assert level_of(p.stdout) == want, (name, level)
 
 
+@pytest.mark.slow
 def test_full_pipe_of_a_static_op():
     data = ok(tool("trace", ADD)).stdout
     for name in ("lower", "sched", "emit"):
@@ -466,7 +472,8 @@ def run_on_tty(args: list, stdin=subprocess.DEVNULL, stdin_tty: bool = False):
     return p.returncode, out, err.decode()
 
 
-@pytest.mark.parametrize("name", WRITERS)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n == "lower" else pytest.mark.slow)
+                                  for n in WRITERS])
 def test_binary_is_never_written_to_a_terminal(files, name):
     src = SOFTMAX if name == "trace" else files["tensor"]
     code, out, err = run_on_tty([BIN / f"pypto-{name}", src])
@@ -478,6 +485,7 @@ def test_binary_is_never_written_to_a_terminal(files, name):
         assert code == 0 and out.startswith(b"pypto-ir 1.1 ")
 
 
+@pytest.mark.slow
 def test_run_on_a_terminal_keeps_no_record(files):
     code, out, err = run_on_tty([BIN / "pypto-run", files["code"], "--bind", "x_0=16", *RUN_FAST])
     assert code == 0 and out == b""
@@ -497,6 +505,7 @@ def test_no_input_on_a_terminal():
 
 # -- native runs ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 def test_run_native_from_an_op_file(tmp_path):
     p = ok(tool("run", SOFTMAX, "--bind", "x_0=16", "-o", tmp_path / "r.ir"))

@@ -111,6 +111,7 @@ def test_a_mismatch_is_reported_with_its_first_index(cli, monkeypatch):
     assert err[-1] == "pypto-run: error: outputs differ from the numpy reference (y)"
 
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 def test_the_examples_pass_with_magnitudes():
     """The magnitude floor is tight enough to matter and loose enough for real rounding:

@@ -247,6 +247,7 @@ compiler.compile_shared(open(sys.argv[1]).read())
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_during_a_compile_leaves_no_temporary_file(tmp_path, sig):
     src_file = tmp_path / "slow.c"

@@ -190,6 +190,7 @@ print(os.waitstatus_to_exitcode(status), rec.body[0].attrs["verdict"])
 """
 
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 def test_a_forked_child_runs_kernels_its_parent_ran(tmp_path):
     p = subprocess.Popen([sys.executable, "-c", FORKER, str(ROOT / "examples" / "softmax.py")],

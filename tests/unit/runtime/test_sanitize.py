@@ -24,7 +24,7 @@ import libpypto as pypto
 from libpypto.errors import PyptoError
 from libpypto.runtime import code_op, compiler
 
-pytestmark = [pytest.mark.needs_cc, pytest.mark.sanitize]
+pytestmark = [pytest.mark.needs_cc, pytest.mark.sanitize, pytest.mark.slow]
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 BIN = pathlib.Path(sys.executable).parent
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
