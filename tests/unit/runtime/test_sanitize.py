@@ -198,7 +198,7 @@ def test_the_runtime_alone_under_sanitizers(n):
     done = buffers[0][0]
     assert (done[:n] == len(threads)).all(), done[:n][done[:n] != len(threads)]
     assert len(out["walls_ns"]) == len(threads)
-    assert sorted(set(out["core"][:n].tolist())) <= list(range(256))
+    assert set(out["core"][:n].tolist()) <= set(range(threads[-1]))     # the last run's
 
 
 def test_the_runtime_alone_under_threadsanitizer(tmp_path):
