@@ -1,22 +1,42 @@
-"""Shared command-line plumbing: the error boundary, input and output, common options."""
+"""Shared command-line plumbing: the error boundary, input and output, common options.
+
+Exit codes (DESIGN.md section 7): 0 success; 1 the work failed (an error in the op, a
+verification mismatch); 2 bad usage or unreadable input; 130 interrupted; 70 an internal
+error, which is a bug: the one-line message asks for a report and names the folder where
+the input and the command line were saved (crash.py).
+"""
 from __future__ import annotations
 
 import os
 import sys
 
-from ..errors import PyptoError, set_warning_handler
+from ..errors import PyptoError, UsageError, set_warning_handler
+
+
+def _say(prog: str, kind: str, message: str | None = None) -> None:
+    """One line on stderr, `prog: kind: message`, with any control character escaped."""
+    from . import progress
+    from .text import printable
+    progress.clear()
+    sys.stderr.write(f"{prog}: {kind}: {printable(message)}\n" if message is not None
+                     else f"{prog}: {kind}\n")
+    sys.stderr.flush()
 
 
 def run_tool(app, prog: str) -> None:
-    """Run a typer app: PyptoError -> `prog: error: ...` and its exit code; no traceback."""
+    """Run a typer app behind the error boundary: every failure is one stderr line and one
+    of the exit codes above; a traceback only with PYPTO_DEBUG=1."""
     import typer
     try:
-        from click import ClickException
+        from click.exceptions import ClickException, NoSuchOption
     except ImportError:       # typer >= 0.28 vendors click
-        from typer._click.exceptions import ClickException
-    set_warning_handler(lambda msg, loc=None: sys.stderr.write(
-        f"{prog}: warning: {loc}: {msg}\n" if loc else f"{prog}: warning: {msg}\n"))
+        from typer._click.exceptions import ClickException, NoSuchOption
+    from . import crash
+    from .suggest import suggestion, unknown_option
+    set_warning_handler(lambda msg, loc=None: _say(prog, "warning",
+                                                   f"{loc}: {msg}" if loc else msg))
     debug = bool(os.environ.get("PYPTO_DEBUG"))
+    crash.forget()
     try:
         rc = app(prog_name=prog, standalone_mode=False)
         if rc == 130:             # typer reports Ctrl-C as a return value
@@ -26,37 +46,88 @@ def run_tool(app, prog: str) -> None:
     except PyptoError as exc:
         if debug:
             raise
-        sys.stderr.write(f"{prog}: error: {exc}\n")
+        _say(prog, "error", f"{exc}{suggestion(str(exc), exc)}")
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        sys.stderr.write(f"{prog}: interrupted\n")
+    except (typer.Abort, KeyboardInterrupt):
+        _say(prog, "interrupted")
         sys.exit(130)
+    except NoSuchOption as exc:
+        _say(prog, "error", unknown_option(exc))
+        sys.exit(2)
     except ClickException as exc:
-        sys.stderr.write(f"{prog}: error: {exc.format_message()}\n")
+        _say(prog, "error", exc.format_message())
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        sys.stderr.write(f"{prog}: interrupted\n")
-        sys.exit(130)
     except BrokenPipeError:
         sys.exit(1)
     except Exception as exc:  # a bug: say so in one line, full trace under PYPTO_DEBUG
         if debug:
             raise
-        sys.stderr.write(f"{prog}: internal error: {type(exc).__name__}: {exc} "
-                         f"(rerun with PYPTO_DEBUG=1 for a traceback)\n")
-        sys.exit(70)
+        _internal_error(prog, exc)
 
 
-def load_doc(src: str, **trace_opts):
-    """The document named on a command line: an op file (.py), an IR file, or stdin."""
-    from ..driver import parse_ir, trace
+def _internal_error(prog: str, exc: Exception) -> None:
+    from . import crash
+    try:
+        saved = f"saved the input to {crash.save_reproducer(prog, exc)}"
+    except OSError as why:
+        saved = f"could not save the input ({why})"
+    _say(prog, "internal error, please report", f"{type(exc).__name__}: {exc}; {saved}")
+    sys.exit(70)
+
+
+def is_op_file(src: str) -> bool:
+    return src != "-" and src.endswith(".py")
+
+
+def trace_doc(src: str, kernel: str | None = None, const=None, bind=None, target=None):
+    """Trace an op file with --kernel, --const, --bind and --target as typed (NAME=VALUE
+    strings, or dicts); a --bind of a symbol the kernel does not have is an error."""
+    from ..driver import trace
+    from . import crash
+    binds = parse_assignments(bind, "--bind")
+    try:
+        with open(src, "rb") as f:
+            crash.remember("op", f.read())
+    except OSError:
+        pass          # trace() says why it cannot read it
+    doc = trace(src, kernel=kernel, consts=parse_assignments(const, "--const", literal),
+                bind=binds, target=target)
+    _check_symbols(doc, binds)
+    return doc
+
+
+def load_doc(src: str, kernel: str | None = None, const=None, bind=None, target=None,
+             bind_ir: bool = True):
+    """The document named on a command line: an op file (.py), traced (trace_doc), an IR
+    file, or stdin ('-'). bind_ir=False: the tool has no use for --bind given IR."""
+    from ..driver import parse_ir
+    from . import crash
     from .io import read_input
-    if src != "-" and src.endswith(".py"):
-        return trace(src, **trace_opts)
+    if is_op_file(src):
+        return trace_doc(src, kernel, const, bind, target)
+    name = "<stdin>" if src == "-" else os.path.basename(src)
+    for flag, given in (("--kernel", kernel), ("--const", const), ("--bind", bind)):
+        if given and (flag != "--bind" or not bind_ir):
+            raise UsageError(f"{flag} applies to an op file (.py), and {name} is IR")
     data, name = read_input(src)
+    crash.remember("ir", data)
     return parse_ir(data, name)
+
+
+def op_options(kernel=None, const=None, bind=None, target=None) -> dict:
+    """The options a document records in its producer history, parsed."""
+    return {"kernel": kernel, "const": parse_assignments(const, "--const", literal),
+            "bind": parse_assignments(bind, "--bind"), "target": target}
+
+
+def _check_symbols(doc, binds: dict) -> None:
+    symbols = doc.attrs.get("symbols") or {}
+    for sym in binds:
+        if sym not in symbols:
+            raise UsageError(f"--bind {sym}: the kernel has no symbol '{sym}' (symbols: "
+                             f"{', '.join(sorted(symbols)) or 'none'})")
 
 
 def save_doc(doc, out: str, text: bool, tool: str, options: dict) -> None:
@@ -66,9 +137,11 @@ def save_doc(doc, out: str, text: bool, tool: str, options: dict) -> None:
     write_output(out, dump_ir(doc, text), binary=not text)
 
 
-def parse_assignments(items: list[str] | None, what: str, convert=int) -> dict:
-    """NAME=VALUE pairs from repeated options (--bind N=64, --const eps=1e-6)."""
-    from ..errors import UsageError
+def parse_assignments(items, what: str, convert=int) -> dict:
+    """NAME=VALUE pairs from repeated options (--bind N=64, --const eps=1e-6); a dict is
+    taken as already parsed."""
+    if isinstance(items, dict):
+        return dict(items)
     out = {}
     for it in items or []:
         if "=" not in it:

@@ -15,6 +15,8 @@ def input_for_pipeline(src: str):
     data = sys.stdin.buffer.read()
     if not data:
         return None
+    from .crash import remember
+    remember("ir", data)
     return parse_ir(data, "<stdin>")
 
 

@@ -5,6 +5,21 @@ import sys
 
 from ..errors import MismatchError, UsageError
 from . import load_doc, parse_assignments, save_doc
+from .text import printable
+
+
+def _num(v: float) -> str:
+    return f"{v:.7g}"
+
+
+def mismatch_line(c: dict) -> str:
+    """`y: 3 mismatches; first at [12, 40]: got 1.5, want 2.5 (tolerance 0.0001)`."""
+    n = c["mismatches"]
+    line = f"{c['name']}: {n} mismatch{'es' if n != 1 else ''}"
+    if "first" in c:
+        line += (f"; first at [{', '.join(map(str, c['first']))}]: got {_num(c['got'])}, "
+                 f"want {_num(c['want'])} (tolerance {c['tolerance']:.3g})")
+    return line
 
 
 def report(rec) -> str:
@@ -19,6 +34,7 @@ def report(rec) -> str:
                        + (f", {c['mismatches']} mismatches" if not c["ok"] else "")
                        for c in a["checks"])
     lines.append(f"{k}: {a['verdict']}" + (f" ({checks})" if checks else ""))
+    lines += [mismatch_line(c) for c in a["checks"] if not c["ok"]]
     comp = a.get("compile") or {}
     how = f"{a['backend']}, {a['threads']} thread{'s' if a['threads'] != 1 else ''}"
     if comp:
@@ -31,24 +47,41 @@ def report(rec) -> str:
     lines.append(f"{ntasks} task{'s' if ntasks != 1 else ''} of {nprog} program"
                  f"{'s' if nprog != 1 else ''} in {took} ({how})"
                  + (f" [{sizes}]" if sizes else ""))
-    return "".join(f"pypto-run: {ln}\n" for ln in lines)
+    return "".join(f"pypto-run: {printable(ln)}\n" for ln in lines)
 
 
-def run_main(src, inputs, single, bind, seed, outputs, threads, backend, verify, out, text,
-             repeat=1):
-    from ..driver import run
+def check_run_options(threads, repeat, backend) -> None:
     if threads is not None and threads < 1:
         raise UsageError("--threads must be at least 1")
     if repeat < 1:
         raise UsageError("--repeat must be at least 1")
     if backend not in (None, "c", "numpy"):
         raise UsageError(f"unknown backend {backend!r} (known: c, numpy)")
-    from ..driver import read_arrays
-    doc = load_doc(src)
+
+
+def run_doc(doc, progress, inputs, single, bind, seed, outputs, threads, backend, verify,
+            repeat, target):
+    """Bring doc to the code level (the compiling phase), then run it; the run record."""
+    from ..driver import emit, read_arrays, run
+    check_run_options(threads, repeat, backend)
     arrays = read_arrays(doc, inputs, parse_assignments(single, "--input", str))
-    rec = run(doc, inputs=arrays, bind=parse_assignments(bind, "--bind"), seed=seed,
-              threads=threads, backend=backend, verify=verify, outputs_path=outputs,
-              repeat=repeat)
+    if doc.level not in ("code", "run"):
+        doc = emit(doc, backend or "c", target)
+    from .progress import RUN_AFTER
+    progress.phase("running", RUN_AFTER)
+    return run(doc, inputs=arrays, bind=parse_assignments(bind, "--bind"), seed=seed,
+               threads=threads, backend=backend, verify=verify, outputs_path=outputs,
+               repeat=repeat)
+
+
+def run_main(src, inputs, single, bind, seed, outputs, threads, backend, verify, out, text,
+             repeat=1, kernel=None, const=None, target=None):
+    from .progress import progress
+    check_run_options(threads, repeat, backend)
+    with progress("pypto-run", "compiling") as p:
+        doc = load_doc(src, kernel, const, bind, target)
+        rec = run_doc(doc, p, inputs, single, bind, seed, outputs, threads, backend, verify,
+                      repeat, target)
     sys.stderr.write(report(rec))
     keep = out != "-" or not sys.stdout.isatty()
     if keep:
@@ -56,5 +89,7 @@ def run_main(src, inputs, single, bind, seed, outputs, threads, backend, verify,
     else:
         sys.stderr.write("pypto-run: run record not kept (stdout is a terminal); keep it with "
                          "-o run.msgpack or a pipe into pypto-prof\n")
-    if rec.body[0].attrs["verdict"] == "fail":
-        raise MismatchError("outputs differ from the numpy reference")
+    a = rec.body[0].attrs
+    if a["verdict"] == "fail":
+        bad = ", ".join(c["name"] for c in a["checks"] if not c["ok"])
+        raise MismatchError(f"outputs differ from the numpy reference ({bad})")

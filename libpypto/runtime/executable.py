@@ -74,11 +74,15 @@ class NativeExecutable:
     """A compiled shared library of programs plus the runtime, with plans per binding."""
 
     def __init__(self, doc, lib_path: str):
+        from .compiler import is_sanitized
         self.doc = doc
-        self.lib = ctypes.CDLL(lib_path)
-        self.fn = self.lib.pypto_run
-        self.fn.restype = ctypes.c_int
         self.plans: dict = {}
+        # a sanitized build is a program of its own, run in a child process (compiler.py)
+        self.standalone = lib_path if is_sanitized(lib_path) else None
+        if self.standalone is None:
+            self.lib = ctypes.CDLL(lib_path)
+            self.fn = self.lib.pypto_run
+            self.fn.restype = ctypes.c_int
 
     def plan(self, env: dict) -> Plan:
         key = tuple(sorted(env.items()))
@@ -88,6 +92,8 @@ class NativeExecutable:
         return p
 
     def __call__(self, plan: Plan, arrays: dict, nthreads: int) -> dict:
+        if self.standalone is not None:
+            return self._call_standalone(plan, arrays, nthreads)
         exp = plan.exp
         n = exp.n
         ptrs = (ctypes.c_void_p * plan.nptrs)()
@@ -110,6 +116,173 @@ class NativeExecutable:
             raise PyptoError("the runtime could not start its worker threads or arenas")
         return {"start_ns": t_start[:n], "end_ns": t_end[:n], "core": t_core[:n],
                 "wall_s": wall}
+
+    def _call_standalone(self, plan: Plan, arrays: dict, nthreads: int) -> dict:
+        """The same launch in the sanitized program: tensors go to it and come back."""
+        buffers, index, slots = [], {}, []
+        for gms in plan.task_gms:
+            for op in gms:
+                a = arrays[op.attrs["param"]] if "param" in op.attrs else plan.workspaces[op]
+                if id(a) not in index:
+                    index[id(a)] = len(buffers)
+                    buffers.append((a, bool(a.flags.writeable)))
+                slots.append(index[id(a)])
+        tables = {"prog": plan.prog, "tensor_off": plan.tensor_off, "scalars": plan.scalars,
+                  "scalar_off": plan.scalar_off, "npred": plan.npred,
+                  "succ_off": plan.succ_off, "succ": plan.succ}
+        n = plan.exp.n
+        out = run_standalone(self.standalone, n, tables, slots, buffers, [nthreads])
+        if out["rc"] != 0:
+            raise PyptoError("the runtime could not start its worker threads or arenas")
+        return {"start_ns": out["start_ns"][:n], "end_ns": out["end_ns"][:n],
+                "core": out["core"][:n], "wall_s": float(out["walls_ns"][0]) / 1e9}
+
+
+# -- the sanitized standalone program ----------------------------------------------------------
+
+_TABLES = ("prog", "tensor_off", "scalars", "scalar_off", "npred", "succ_off", "succ")
+_TABLE_TYPES = {"prog": np.int32, "npred": np.int32}
+# a report ends the run with this status (ASan and UBSan), whatever else the child exits with
+_SANITIZER_EXIT = 86
+_SANITIZER_OPTIONS = {
+    "ASAN_OPTIONS": "detect_leaks=1:halt_on_error=1:abort_on_error=0:symbolize=1",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:symbolize=1",
+}
+
+
+def _raw(a: np.ndarray) -> np.ndarray:
+    """The bytes of a C-contiguous array, as a uint8 view (no copy)."""
+    return a.reshape(-1).view(np.uint8)
+
+
+def _write_blob(f, data: np.ndarray) -> None:
+    f.write(np.int64(data.nbytes).tobytes())
+    f.write(_raw(np.ascontiguousarray(data)))
+
+
+def run_standalone(path: str, ntasks: int, tables: dict, slots: list, buffers: list,
+                   thread_counts: list) -> dict:
+    """Run tasks in a sanitized standalone program (compiler.py) in a child process.
+
+    tables: the runtime's arrays by name (_TABLES); slots: the buffer index of each tensor
+    pointer; buffers: (array, copy back) pairs, the arrays C-contiguous; one run per entry of
+    thread_counts. Returns rc (pypto_run's), walls_ns per run and the last run's start_ns,
+    end_ns and core; buffers marked for it are written back in place. A sanitizer report
+    raises a PyptoError of one line (sanitizer_error); the whole report is kept in a file.
+
+    The job file, in native byte order: b"PPJOB001", int64 ntasks, int64 number of buffers,
+    then blobs (int64 length in bytes, the bytes): the thread counts (int64 each), the
+    tables in _TABLES order, the slots (int64 each); then per buffer int64 copy-back and a
+    blob. The result: b"PPRES001", int64 rc, blobs of the walls, starts, ends (int64) and
+    cores (int32), then a blob per buffer copied back."""
+    import subprocess
+    import tempfile
+
+    from ..ir.files import cleanup_on_signals
+    if not all(a.flags.c_contiguous for a, _ in buffers):
+        raise PyptoError("a sanitized run needs C-contiguous arrays")
+    with cleanup_on_signals(), tempfile.TemporaryDirectory(prefix="pypto-run-") as tmp:
+        job, res = f"{tmp}/job", f"{tmp}/result"
+        with open(job, "wb") as f:
+            f.write(b"PPJOB001" + np.asarray([ntasks, len(buffers)], np.int64).tobytes())
+            _write_blob(f, np.asarray(thread_counts, np.int64))
+            for name in _TABLES:
+                _write_blob(f, np.asarray(tables[name], _TABLE_TYPES.get(name, np.int64)))
+            _write_blob(f, np.asarray(slots, np.int64))
+            for a, back in buffers:
+                f.write(np.int64(1 if back else 0).tobytes())
+                _write_blob(f, a)
+        rc, err = _run_child([path, job, res])
+        if rc != 0:
+            _child_failed(path, rc, err)
+        return _read_result(res, buffers)
+
+
+def _run_child(cmd: list) -> tuple[int, str]:
+    import os
+    import subprocess
+
+    from .compiler import stop_process_group
+    env = dict(os.environ)
+    for var, ours in _SANITIZER_OPTIONS.items():     # the user's options, then ours
+        env[var] = ":".join(filter(None, [ours, env.get(var), f"exitcode={_SANITIZER_EXIT}"]))
+    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                          process_group=0) as p:
+        try:
+            _, err = p.communicate()
+        except BaseException:
+            stop_process_group(p)
+            raise
+    return p.returncode, err.decode(errors="replace")
+
+
+def _read_result(res: str, buffers: list) -> dict:
+    with open(res, "rb") as f:
+        if f.read(8) != b"PPRES001":
+            raise PyptoError("the sanitized run left no result")
+        out = {"rc": int(np.frombuffer(f.read(8), np.int64)[0])}
+        for name, dtype in (("walls_ns", np.int64), ("start_ns", np.int64),
+                            ("end_ns", np.int64), ("core", np.int32)):
+            n = int(np.frombuffer(f.read(8), np.int64)[0])
+            out[name] = np.frombuffer(f.read(n), dtype).copy()
+        for a, back in buffers:
+            if back:
+                n = int(np.frombuffer(f.read(8), np.int64)[0])
+                raw = _raw(a)
+                if n != raw.nbytes or f.readinto(memoryview(raw)) != n:
+                    raise PyptoError("the sanitized run returned a tensor of the wrong size")
+    return out
+
+
+def _child_failed(path: str, rc: int, err: str) -> None:
+    """Raise the one line for a failed sanitized run; the whole report goes to a file."""
+    from ..ir.files import atomic_write
+    log = path + ".log"
+    atomic_write(log, (f"# pypto --sanitize: {path} exited with {rc}; kernel.c is "
+                       f"{path}.c\n" + err).encode())
+    found = sanitizer_error(err)
+    if found is None:
+        last = (err.strip().splitlines() or [f"exit status {rc}"])[-1]
+        raise PyptoError(f"the sanitized run failed: {last} (report in {log})")
+    what, details = found
+    raise PyptoError(f"{what} ({', '.join([*details, f'report in {log}'])})")
+
+
+_NOT_OURS = ("__interceptor_", "__asan", "__ubsan", "__lsan", "__tsan", "__sanitizer", "_start",
+             "__libc_", "start_thread", "clone", "(", "0x")
+
+
+def _ours(name: str, loc: str) -> bool:
+    """Whether a stack frame is in the kernel or the runtime, not the sanitizer or libc."""
+    return not (name.startswith(_NOT_OURS) or "sanitizer" in loc or "libasan" in loc
+                or name in ("malloc", "calloc", "realloc", "posix_memalign", "free"))
+
+
+def sanitizer_error(report: str) -> tuple[str, list] | None:
+    """The first finding of a sanitizer report: the sanitizer, what it found and in which
+    function (`AddressSanitizer: heap-buffer-overflow in p0`), and details (where, the
+    access: `kernel.c:41`, `WRITE of size 4`); None if the report has none."""
+    import re
+    found = re.search(r"(?:ERROR|WARNING): (AddressSanitizer|LeakSanitizer|ThreadSanitizer): "
+                      r"([^\n]*)", report)
+    ubsan = re.search(r"(\S+:\d+(?::\d+)?): runtime error: ([^\n]+)", report)
+    if ubsan and (found is None or ubsan.start() < found.start()):
+        tool, what, where, rest = ("UndefinedBehaviorSanitizer", ubsan.group(2),
+                                   ubsan.group(1), report[ubsan.end():])
+    elif found:     # "heap-buffer-overflow on address ...", "data race (pid=1)"
+        tool, what, where, rest = (found.group(1), re.split(r" on | \(|:", found.group(2))[0],
+                                   "", report[found.end():])
+    else:
+        return None
+    func = "?"
+    for m in re.finditer(r"#\d+ (?:0x[0-9a-f]+ in )?(\S+)(?: (\S+))?", rest):
+        name, loc = m.group(1), m.group(2) or ""
+        if not _ours(name, loc):
+            continue
+        func, where = name, where or loc
+        break
+    access = re.search(r"(READ|WRITE) of size \d+", rest)
+    return f"{tool}: {what} in {func}", [d for d in (where, access and access.group(0)) if d]
 
 
 class NumpyExecutable:

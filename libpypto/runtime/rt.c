@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 typedef struct {
@@ -133,6 +134,30 @@ static void *pp_pool_thread(void *p) {
     return NULL;
 }
 
+/* fork(): the child has only the thread that forked. Preparing takes the pool's locks, so no
+   run is half-way and no lock is held by a thread the child will not have; the child then
+   forgets the pool threads (their arenas are kept for the next ones) and grows a new pool
+   on its first run. Without this, a run in the child of a process that had run this library
+   would wait forever for workers that do not exist. */
+static void pp_fork_prepare(void) {
+    pthread_mutex_lock(&pp_pool.run_mu);
+    pthread_mutex_lock(&pp_pool.mu);
+}
+
+static void pp_fork_parent(void) {
+    pthread_mutex_unlock(&pp_pool.mu);
+    pthread_mutex_unlock(&pp_pool.run_mu);
+}
+
+static void pp_fork_child(void) {
+    pthread_cond_init(&pp_pool.work_cv, NULL);    /* their waiters are gone */
+    pthread_cond_init(&pp_pool.done_cv, NULL);
+    if (pp_pool.nthreads > 1) pp_pool.nthreads = 1;
+    pp_pool.busy = 0;
+    pthread_mutex_unlock(&pp_pool.mu);
+    pthread_mutex_unlock(&pp_pool.run_mu);
+}
+
 static char *pp_new_arena(void) {
     char *a = NULL;
     return posix_memalign((void **)&a, 64, pypto_arena_bytes > 0 ? (size_t)pypto_arena_bytes : 64)
@@ -141,22 +166,24 @@ static char *pp_new_arena(void) {
 
 /* Grow the pool to n workers; returns how many there are (fewer if the system refuses). */
 static int pp_pool_grow(int n) {
+    static int fork_safe = 0;
     if (n > PP_MAX_THREADS) n = PP_MAX_THREADS;
+    if (!fork_safe) fork_safe = pthread_atfork(pp_fork_prepare, pp_fork_parent, pp_fork_child) == 0;
     if (pp_pool.nthreads == 0) {
-        pp_pool.arena[0] = pp_new_arena();
+        if (!pp_pool.arena[0]) pp_pool.arena[0] = pp_new_arena();
         if (!pp_pool.arena[0]) return 0;
         pp_pool.nthreads = 1;
     }
     while (pp_pool.nthreads < n) {
         int core = pp_pool.nthreads;
-        pp_pool.arena[core] = pp_new_arena();
+        if (!pp_pool.arena[core]) pp_pool.arena[core] = pp_new_arena();   /* kept after a fork */
         if (!pp_pool.arena[core]) break;
         pthread_mutex_lock(&pp_pool.mu);
         pp_pool.born[core] = pp_pool.generation;
         int rc = pthread_create(&pp_pool.th[core], NULL, pp_pool_thread, (void *)(intptr_t)core);
         if (rc == 0) pp_pool.nthreads++;
         pthread_mutex_unlock(&pp_pool.mu);
-        if (rc != 0) { free(pp_pool.arena[core]); break; }
+        if (rc != 0) { free(pp_pool.arena[core]); pp_pool.arena[core] = NULL; break; }
     }
     return pp_pool.nthreads;
 }
@@ -209,3 +236,112 @@ int pypto_run(int64_t ntasks, const int32_t *prog, void *const *tensors, const i
     free(st.heap);
     return rc;
 }
+
+
+#ifdef PYPTO_STANDALONE
+/* A run in a process of its own: the sanitized build (pypto-run --sanitize) is this program.
+
+   Usage: KERNEL JOB RESULT. JOB holds the task tables, the thread count of each run and every
+   tensor, each tensor and each table in an allocation of exactly its size, so that
+   AddressSanitizer sees a task reach past a tensor and the runtime past a table. RESULT gets
+   the status, each run's wall time, the last run's timeline and the tensors the job asks
+   back. The format is written down once, in libpypto/runtime/executable.py (run_standalone). */
+#include <stdio.h>
+
+typedef struct { int64_t n; char *p; } pp_blob;
+
+enum { PP_THREADS, PP_PROG, PP_TENSOR_OFF, PP_SCALARS, PP_SCALAR_OFF, PP_NPRED, PP_SUCC_OFF,
+       PP_SUCC, PP_SLOTS, PP_NTABLES };
+
+static int pp_read_i64(FILE *f, int64_t *v) { return fread(v, sizeof *v, 1, f) == 1; }
+
+static int pp_read_blob(FILE *f, pp_blob *b) {
+    void *p = NULL;
+    if (!pp_read_i64(f, &b->n) || b->n < 0) return 0;
+    if (posix_memalign(&p, 64, b->n > 0 ? (size_t)b->n : 1)) return 0;
+    b->p = (char *)p;
+    return b->n == 0 || fread(b->p, 1, (size_t)b->n, f) == (size_t)b->n;
+}
+
+static int pp_write_blob(FILE *f, const void *p, int64_t n) {
+    return fwrite(&n, sizeof n, 1, f) == 1 && (n == 0 || fwrite(p, 1, (size_t)n, f) == (size_t)n);
+}
+
+static int pp_bad(const char *what) {
+    fprintf(stderr, "pypto standalone: %s\n", what);
+    return 2;
+}
+
+typedef struct {
+    int64_t ntasks, nbufs;
+    pp_blob tab[PP_NTABLES];
+    pp_blob *buf;
+    int64_t *back;                /* per tensor: 1 if RESULT gets it back */
+} pp_job;
+
+static int pp_read_job(const char *path, pp_job *job) {
+    FILE *f = fopen(path, "rb");
+    char magic[8];
+    int ok = f && fread(magic, 1, 8, f) == 8 && !memcmp(magic, "PPJOB001", 8)
+             && pp_read_i64(f, &job->ntasks) && pp_read_i64(f, &job->nbufs)
+             && job->ntasks >= 0 && job->nbufs >= 0;
+    for (int i = 0; ok && i < PP_NTABLES; i++) ok = pp_read_blob(f, &job->tab[i]);
+    if (ok) {
+        job->buf = (pp_blob *)calloc((size_t)(job->nbufs ? job->nbufs : 1), sizeof(pp_blob));
+        job->back = (int64_t *)calloc((size_t)(job->nbufs ? job->nbufs : 1), sizeof(int64_t));
+        ok = job->buf && job->back;
+    }
+    for (int64_t b = 0; ok && b < job->nbufs; b++)
+        ok = pp_read_i64(f, &job->back[b]) && pp_read_blob(f, &job->buf[b]);
+    if (f) fclose(f);
+    return ok;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) return pp_bad("usage: KERNEL JOB RESULT");
+    pp_job job;
+    memset(&job, 0, sizeof job);
+    if (!pp_read_job(argv[1], &job)) return pp_bad("unreadable job");
+    int64_t n = job.ntasks, nt = n > 0 ? n : 1;
+    int64_t nslots = job.tab[PP_SLOTS].n / 8, nruns = job.tab[PP_THREADS].n / 8;
+    const int64_t *slot = (const int64_t *)job.tab[PP_SLOTS].p;
+    const int64_t *threads = (const int64_t *)job.tab[PP_THREADS].p;
+    void **ptrs = (void **)malloc(sizeof(void *) * (size_t)(nslots ? nslots : 1));
+    int64_t *t_start = (int64_t *)calloc((size_t)nt, 8), *t_end = (int64_t *)calloc((size_t)nt, 8);
+    int32_t *t_core = (int32_t *)calloc((size_t)nt, 4);
+    int32_t *npred = (int32_t *)malloc((size_t)(job.tab[PP_NPRED].n ? job.tab[PP_NPRED].n : 1));
+    int64_t *walls = (int64_t *)calloc((size_t)(nruns ? nruns : 1), 8);
+    if (!ptrs || !t_start || !t_end || !t_core || !npred || !walls) return pp_bad("out of memory");
+    for (int64_t s = 0; s < nslots; s++) {
+        if (slot[s] < 0 || slot[s] >= job.nbufs) return pp_bad("a tensor slot out of range");
+        ptrs[s] = job.buf[slot[s]].p;
+    }
+    int rc = 0;
+    for (int64_t r = 0; r < nruns && rc == 0; r++) {
+        struct timespec t0;
+        memcpy(npred, job.tab[PP_NPRED].p, (size_t)job.tab[PP_NPRED].n);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        rc = pypto_run(n, (const int32_t *)job.tab[PP_PROG].p, ptrs,
+                       (const int64_t *)job.tab[PP_TENSOR_OFF].p,
+                       (const int64_t *)job.tab[PP_SCALARS].p,
+                       (const int64_t *)job.tab[PP_SCALAR_OFF].p, npred,
+                       (const int64_t *)job.tab[PP_SUCC_OFF].p,
+                       (const int64_t *)job.tab[PP_SUCC].p, (int)threads[r],
+                       t_start, t_end, t_core);
+        walls[r] = pp_now_ns(&t0);
+    }
+    FILE *o = fopen(argv[2], "wb");
+    int64_t rc64 = rc;
+    int ok = o && fwrite("PPRES001", 1, 8, o) == 8 && fwrite(&rc64, 8, 1, o) == 1
+             && pp_write_blob(o, walls, nruns * 8) && pp_write_blob(o, t_start, nt * 8)
+             && pp_write_blob(o, t_end, nt * 8) && pp_write_blob(o, t_core, nt * 4);
+    for (int64_t b = 0; ok && b < job.nbufs; b++)
+        if (job.back[b]) ok = pp_write_blob(o, job.buf[b].p, job.buf[b].n);
+    if (o && fclose(o) != 0) ok = 0;
+    for (int i = 0; i < PP_NTABLES; i++) free(job.tab[i].p);
+    for (int64_t b = 0; b < job.nbufs; b++) free(job.buf[b].p);
+    free(job.buf); free(job.back); free(ptrs); free(t_start); free(t_end); free(t_core);
+    free(npred); free(walls);
+    return ok ? 0 : pp_bad("cannot write the result");
+}
+#endif

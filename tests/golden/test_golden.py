@@ -80,6 +80,9 @@ def parse(path: pathlib.Path) -> CaseFile:
 
 
 FILES = [parse(p) for p in sorted(HERE.glob("*/*.test")) if p.parent.name != "Inputs"]
+# the cases `make check` runs (one or two per tool, seconds in all); the rest are slow
+FAST = {"trace/softmax.test", "trace/version.test", "lower/softmax.test", "lower/pass-dce.test",
+        "lower/list-passes.test", "sched/softmax.test"}
 
 
 def run_line(line: str, f: CaseFile, scratch: pathlib.Path, env: dict) -> str:
@@ -158,7 +161,8 @@ def start_all(request, tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("f", [
     pytest.param(f, id=str(f.path.relative_to(HERE)),
-                 marks=[pytest.mark.needs_cc] if "cc" in f.requires else [])
+                 marks=([pytest.mark.needs_cc] if "cc" in f.requires else [])
+                 + ([] if str(f.path.relative_to(HERE)) in FAST else [pytest.mark.slow]))
     for f in FILES])
 def test_golden(f: CaseFile, request, tmp_path_factory):
     global _futures

@@ -13,6 +13,7 @@ from libpypto.runtime import data as D
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
+FAST = {"softmax", "matmul", "flash_attention", "attention_proj"}      # in make check
 
 
 def load(name):
@@ -40,8 +41,10 @@ def outputs_of(a):
     return out
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
-@pytest.mark.parametrize("backend", [pytest.param("c", marks=pytest.mark.needs_cc), "numpy"])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n in FAST else pytest.mark.slow)
+                                  for n in EXAMPLES])
+@pytest.mark.parametrize("backend", [pytest.param("c", marks=[pytest.mark.needs_cc, pytest.mark.slow]),
+                                     "numpy"])
 def test_example_matches_reference(name, backend):
     m, doc, a = run_example(name, backend)
     assert a["verdict"] == "pass", a["checks"]
@@ -57,6 +60,7 @@ def test_example_matches_reference(name, backend):
         assert c["ok"], c
 
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_full_pipe_equals_short_pipe(name):
@@ -65,6 +69,7 @@ def test_full_pipe_equals_short_pipe(name):
     assert [o["sha256"] for o in short["outputs"]] == [o["sha256"] for o in full["outputs"]]
 
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_thread_count_does_not_change_bits(name):

@@ -1,41 +1,42 @@
 """pypto-emit: emit the PTO instruction listing and program source for a schedule."""
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
-from libpypto.cli import load_doc, run_tool, save_doc
+from libpypto.cli import op_options, run_tool, save_doc
+from libpypto.cli.options import Backend, Bind, Const, Kernel, Out, Src, Target, Text, \
+    Version, examples, make_app
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app = make_app()
 
-EPILOG = """Examples:\n
-  pypto-trace op.py | pypto-lower | pypto-sched | pypto-emit -S\n
-  pypto-emit --listing op.sched          # only the PTO listing, as text\n
-  pypto-emit --source op.sched > op.c    # only the C source\n
-  pypto-emit --backend numpy op.sched -o op.code"""
+EPILOG = examples(
+    "pypto-trace op.py | pypto-lower | pypto-sched | pypto-emit -S",
+    "pypto-emit --listing op.sched          # only the PTO listing, as text",
+    "pypto-emit --source op.sched > op.c    # only the C source",
+    "pypto-emit --backend numpy op.sched -o op.code",
+    "pypto-emit examples/softmax.py --bind x_0=4096 -o op.code   # scheduled for 4096 rows")
 
 
 @app.command(epilog=EPILOG)
 def emit(
-    src: str = typer.Argument("-", help="input IR or op file ('-' = stdin)"),
-    backend: str = typer.Option("c", "--backend", help="c or numpy"),
-    target: Optional[str] = typer.Option(None, "--target", help="target when SRC still needs lowering"),
+    src: Src = "-", backend: Backend = None, target: Target = None,
     listing: bool = typer.Option(False, "--listing", help="write only the PTO listing (text)"),
     source: bool = typer.Option(False, "--source", help="write only the program source (text)"),
-    out: str = typer.Option("-", "-o", help="output file ('-' = stdout)"),
-    text: bool = typer.Option(False, "-S", help="write the text form"),
+    out: Out = "-", text: Text = False, kernel: Kernel = None, const: Const = None,
+    bind: Bind = None, version: Version = False,
 ) -> None:
-    """Emit code for SRC: a code-level document with the PTO listing and the source."""
-    from libpypto.cli.io import write_output
-    from libpypto.driver import emit as emit_code
-    doc = emit_code(load_doc(src, target=target), backend, target)
-    if listing or source:
-        code = next(op for op in doc.body if op.name == "code")
-        part = code.attrs["listing"] if listing else code.attrs["source"]
-        write_output(out, part.encode(), binary=False)
-        return
-    save_doc(doc, out, text, "pypto-emit", {"backend": backend})
+    """Emit code for SRC: a code-level document with the PTO listing and the source.
+
+    --bind schedules an earlier level for those sizes first (instances placed on cores)."""
+    from libpypto.cli import load_doc
+    from libpypto.cli.emit import emit_main
+    from libpypto.cli.progress import progress
+    with progress("pypto-emit", "emitting"):
+        doc = emit_main(load_doc(src, kernel, const, bind, target), backend or "c", target,
+                        bind, listing, source, out)
+    if doc is not None:
+        save_doc(doc, out, text, "pypto-emit", {**op_options(kernel, const, bind, target),
+                                                "backend": backend or "c"})
 
 
 def main() -> None:

@@ -5,26 +5,40 @@ from typing import Optional
 
 import typer
 
-from libpypto.cli import load_doc, run_tool
+from libpypto.cli import run_tool
+from libpypto.cli.options import Backend, Bind, Const, Input, Inputs, Kernel, Out, Repeat, \
+    Seed, Src, Target, Threads, Version, examples, make_app
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app = make_app()
 
-EPILOG = """Examples:\n
-  pypto-trace op.py | pypto-run --bind x_0=4096 | pypto-prof\n
-  pypto-prof run.msgpack --chrome trace.json     # open trace.json in ui.perfetto.dev\n
-  pypto-prof run.msgpack --svg lanes.svg --fmt github"""
+EPILOG = examples(
+    "pypto-trace op.py | pypto-run --bind x_0=4096 | pypto-prof",
+    "pypto-prof run.msgpack --chrome trace.json     # open trace.json in ui.perfetto.dev",
+    "pypto-prof run.msgpack --svg lanes.svg --fmt github -o profile.md",
+    "pypto-prof examples/softmax.py --bind x_0=4096   # run it first: predicted and measured")
 
 
 @app.command(epilog=EPILOG)
 def prof(
-    src: str = typer.Argument("-", help="run record (or anything earlier, which is run first)"),
+    src: Src = "-",
     chrome: Optional[str] = typer.Option(None, "--chrome", help="write Chrome trace-event JSON here"),
     svg: Optional[str] = typer.Option(None, "--svg", help="write an SVG swimlane here"),
     fmt: str = typer.Option("simple", "--fmt", help="table format: any tabulate format (simple, github, plain, ...)"),
+    out: Out = "-", kernel: Kernel = None, const: Const = None, bind: Bind = None,
+    target: Target = None, inputs: Inputs = None, input: Input = None, seed: Seed = 0,
+    threads: Threads = None, backend: Backend = None, repeat: Repeat = 1,
+    version: Version = False,
 ) -> None:
-    """Print per-program, per-core and whole-run tables for a run record."""
-    from libpypto.driver import profile
-    typer.echo(profile(load_doc(src), chrome=chrome, svg=svg, fmt=fmt), nl=False)
+    """Print per-program, per-core and whole-run tables for a run record.
+
+    Given an earlier level (an op file, IR) it schedules it (placing every instance when
+    the sizes are bound), runs it as pypto-run would, and shows the schedule's predicted
+    makespan beside the measured times."""
+    from libpypto.cli.prof import prof_main
+    prof_main(src, out, chrome, svg, fmt,
+              {"kernel": kernel, "const": const, "bind": bind, "target": target},
+              {"inputs": inputs, "single": input, "seed": seed, "threads": threads,
+               "backend": backend, "repeat": repeat})
 
 
 def main() -> None:

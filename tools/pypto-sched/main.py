@@ -1,33 +1,34 @@
 """pypto-sched: schedule an Execute Graph onto a target's cores."""
 from __future__ import annotations
 
-from typing import List, Optional
+from libpypto.cli import op_options, run_tool, save_doc
+from libpypto.cli.options import Bind, Const, Kernel, Out, Src, Target, Text, Version, \
+    examples, make_app
 
-import typer
+app = make_app()
 
-from libpypto.cli import load_doc, parse_assignments, run_tool, save_doc
-
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-
-EPILOG = """Examples:\n
-  pypto-trace op.py | pypto-lower | pypto-sched -S\n
-  pypto-sched --target a2 --bind x_0=4096 op.exec -S    # instances, cores, predicted times\n
-  pypto-sched --target my-chip.toml op.exec -o op.sched"""
+EPILOG = examples(
+    "pypto-trace op.py | pypto-lower | pypto-sched -S",
+    "pypto-sched --target a2 --bind x_0=4096 op.exec -S    # instances, cores, predicted times",
+    "pypto-sched --target my-chip.toml op.exec -o op.sched")
 
 
 @app.command(epilog=EPILOG)
 def sched(
-    src: str = typer.Argument("-", help="input IR or op file ('-' = stdin)"),
-    target: Optional[str] = typer.Option(None, "--target", help="a2, a3, 950, host (default) or a .toml file"),
-    bind: Optional[List[str]] = typer.Option(None, "--bind", help="SYM=N size of a symbolic dim (repeatable); with every size bound the schedule places each task instance"),
-    out: str = typer.Option("-", "-o", help="output file ('-' = stdout)"),
-    text: bool = typer.Option(False, "-S", help="write the text form"),
+    src: Src = "-", target: Target = None, bind: Bind = None, out: Out = "-",
+    text: Text = False, kernel: Kernel = None, const: Const = None, version: Version = False,
 ) -> None:
-    """Order the tasks of SRC and, when sizes are bound, place every instance on a core."""
+    """Order the tasks of SRC and, when sizes are bound, place every instance on a core.
+
+    With every symbolic size bound (--bind, or a static graph) the schedule expands every
+    task into its instances and gives each a core and a predicted start and end."""
+    from libpypto.cli import load_doc, parse_assignments
+    from libpypto.cli.progress import progress
     from libpypto.driver import schedule
-    binds = parse_assignments(bind, "--bind")
-    doc = schedule(load_doc(src, target=target), target, binds)
-    save_doc(doc, out, text, "pypto-sched", {"target": target, "bind": binds})
+    with progress("pypto-sched", "scheduling"):
+        doc = schedule(load_doc(src, kernel, const, bind, target), target,
+                       parse_assignments(bind, "--bind"))
+    save_doc(doc, out, text, "pypto-sched", op_options(kernel, const, bind, target))
 
 
 def main() -> None:

@@ -135,8 +135,8 @@ def app_raising(exc: BaseException) -> typer.Typer:
     (VerifyError("invalid"), 1, "prog: error: invalid"),
     (MismatchError("outputs differ"), 1, "prog: error: outputs differ"),
     (PyptoError("work failed"), 1, "prog: error: work failed"),
-    (ValueError("oops"), 70, "prog: internal error: ValueError: oops (rerun with PYPTO_DEBUG=1 "
-                             "for a traceback)"),
+    (ValueError("oops"), 70, "prog: internal error, please report: ValueError: oops; saved the "
+                             "input to {crash}"),
     pytest.param(KeyboardInterrupt(), 130, "prog: interrupted"),
     (BrokenPipeError(), 1, None),
 ])
@@ -153,6 +153,10 @@ def test_run_tool_turns_exceptions_into_one_line(monkeypatch, capsys, exc, code,
     assert status == code
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "prog: warning: op.py:3: watch out"
+    if line and "{crash}" in line:
+        crash = err[1].rsplit(" ", 1)[-1]
+        assert os.path.isdir(crash)
+        line = line.format(crash=crash)
     assert err[1:] == ([line] if line else [])
 
 
@@ -176,7 +180,7 @@ def test_run_tool_usage_errors_exit_2(monkeypatch, capsys):
     finally:
         errors.set_warning_handler(None)
     assert done.value.code == 2
-    assert capsys.readouterr().err == "prog: error: No such option: --nope\n"
+    assert capsys.readouterr().err == "prog: error: no such option: --nope\n"
 
 
 def test_errors_format_and_exit_codes():

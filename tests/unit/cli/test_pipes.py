@@ -30,6 +30,7 @@ def binds(name: str) -> str:
     return " ".join(f"--bind {k}={v}" for k, v in spec["bind"].items())
 
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("pipe", sorted(PIPES))
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -44,6 +45,7 @@ def test_pipe(name, pipe, tmp_path):
         assert f"kernel {name}: pass" in proc.stdout and "achieved GB/s" in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 def test_a_target_file_is_needed_once(tmp_path):
     """The document carries the target's record: later stages need no --target, and the

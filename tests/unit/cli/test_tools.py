@@ -12,8 +12,6 @@ with argv, stdin, stdout and stderr replaced: same code path, a hundredth of the
 """
 from __future__ import annotations
 
-import importlib
-import io
 import json
 import os
 import pathlib
@@ -31,109 +29,8 @@ from libpypto.driver import parse_ir
 from libpypto.ir import serde
 from libpypto.ir.text import parse_doc
 
-BIN = pathlib.Path(sys.executable).parent
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-EX = ROOT / "examples"
-SOFTMAX = str(EX / "softmax.py")        # DYNAMIC rows: x_0
-ADD = str(EX / "add.py")                # fully static
-TOOLS = ("trace", "lower", "sched", "emit", "run", "prof")
-READERS = ("lower", "sched", "emit", "run", "prof")       # tools that read IR
-WRITERS = ("trace", "lower", "sched", "emit")             # tools whose output is IR
-RUN_FAST = ("--backend", "numpy", "--threads", "1")
-_CACHE: list = []
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _tool_cache(tmp_path_factory):
-    _CACHE.append(str(tmp_path_factory.getbasetemp() / "pypto-cache"))
-
-
-def env_for(debug: bool = False, **extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "PYPTO_DEBUG"}
-    env.setdefault("PYPTO_CACHE_DIR", _CACHE[0])
-    if debug:
-        env["PYPTO_DEBUG"] = "1"
-    env.update(extra)
-    return env
-
-
-def tool(name: str, *args, input: bytes | None = None, debug: bool = False, cwd=None,
-         **extra_env) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / f"pypto-{name}"), *map(str, args)], input=input,
-                          capture_output=True, env=env_for(debug, **extra_env), cwd=cwd,
-                          timeout=180)
-
-
-def tools(*calls: tuple) -> list:
-    """Several tool(...) runs at once (each call: (name, args, kwargs)); results in order."""
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = [pool.submit(tool, name, *args, **kw) for name, args, kw in calls]
-        return [f.result() for f in futures]
-
-
-def ok(p: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert p.returncode == 0, p.stderr.decode()
-    return p
-
-
-@pytest.fixture
-def cli(monkeypatch):
-    """cli(name, *args, input=b"", cwd=None, **env): run pypto-NAME's main() in this process."""
-    from libpypto import errors
-    monkeypatch.delenv("PYPTO_DEBUG", raising=False)
-
-    def run(name: str, *args, input: bytes = b"", cwd=None, **env) -> subprocess.CompletedProcess:
-        main = importlib.import_module(f"pypto_{name}.main").main
-        out, err = io.BytesIO(), io.BytesIO()
-        stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
-        stderr = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
-        with monkeypatch.context() as m:
-            m.setattr(sys, "argv", [f"pypto-{name}", *map(str, args)])
-            m.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(input), encoding="utf-8"))
-            m.setattr(sys, "stdout", stdout)
-            m.setattr(sys, "stderr", stderr)
-            for k, v in env.items():
-                m.setenv(k, v)
-            if cwd is not None:
-                m.chdir(cwd)
-            try:
-                main()
-                code = 0
-            except SystemExit as done:
-                code = done.code if isinstance(done.code, int) else int(done.code is not None)
-            finally:
-                errors.set_warning_handler(None)
-        return subprocess.CompletedProcess([name, *args], code, out.getvalue(), err.getvalue())
-    return run
-
-
-def one_error_line(p: subprocess.CompletedProcess, name: str, code: int) -> str:
-    """The stderr of a failed run: exactly one line `pypto-X: error: ...`, no traceback."""
-    err = p.stderr.decode()
-    assert p.returncode == code, (p.returncode, err)
-    assert "Traceback" not in err
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"pypto-{name}: error: "), err
-    return lines[0][len(f"pypto-{name}: error: "):]
-
-
-def level_of(data: bytes) -> str:
-    return parse_ir(data, "<test>").level
-
-
-@pytest.fixture(scope="module")
-def files(tmp_path_factory):
-    """softmax at every level, each written by its tool with -o."""
-    d = tmp_path_factory.mktemp("levels")
-    f = {lvl: d / f"softmax.{lvl}" for lvl in ("tensor", "exec", "sched", "code", "run")}
-    ok(tool("trace", SOFTMAX, "-o", f["tensor"]))
-    ok(tool("lower", f["tensor"], "-o", f["exec"]))
-    ok(tool("sched", f["exec"], "-o", f["sched"]))
-    ok(tool("emit", f["sched"], "-o", f["code"]))
-    ok(tool("run", f["code"], "--bind", "x_0=16", *RUN_FAST, "-o", f["run"]))
-    return f
+from toolrun import (ADD, BIN, EX, READERS, ROOT, RUN_FAST, SOFTMAX, TOOLS, WRITERS,  # noqa: F401
+                     env_for, level_of, ok, one_error_line, tool, tools)
 
 
 # -- help ------------------------------------------------------------------------------------
@@ -302,6 +199,7 @@ def test_successful_output_replaces_and_leaves_no_temp_files(cli, files, tmp_pat
     assert [x.name for x in tmp_path.iterdir()] == ["out.ir"]
 
 
+@pytest.mark.slow
 def test_output_file_mode_follows_umask(tmp_path):
     ok(tool("trace", ADD, "-o", tmp_path / "t.ir"))
     umask = os.umask(0)
@@ -309,6 +207,7 @@ def test_output_file_mode_follows_umask(tmp_path):
     assert stat.S_IMODE((tmp_path / "t.ir").stat().st_mode) == 0o666 & ~umask
 
 
+@pytest.mark.slow
 def test_output_to_a_special_file_writes_through(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
@@ -337,6 +236,7 @@ def test_exit_codes_of_a_real_process(files, tmp_path):
     assert one_error_line(bad_usage, "run", 2) == "--threads must be at least 1"
 
 
+@pytest.mark.slow
 def test_short_pipe():
     data = ok(tool("trace", SOFTMAX)).stdout
     p = ok(tool("run", "--bind", "x_0=16", *RUN_FAST, input=data))
@@ -346,6 +246,7 @@ def test_short_pipe():
 
 # -- debugging ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_debug_shows_a_traceback(tmp_path):
     (tmp_path / "g.ir").write_bytes(b"junk")
     quiet = tool("lower", "g.ir", cwd=tmp_path)
@@ -363,18 +264,29 @@ INTERNAL = ("import sys, libpypto.driver as d\n"
             "from pypto_lower.main import main\nmain()\n")
 
 
-def test_internal_errors_are_one_line_unless_debugging(files):
+def test_internal_errors_are_one_line_unless_debugging(files, tmp_path):
     cmd = [sys.executable, "-c", INTERNAL, str(files["tensor"])]
-    p = subprocess.run(cmd, capture_output=True, env=env_for(), timeout=60)
+    p = subprocess.run(cmd, capture_output=True, env=env_for(PYPTO_CACHE_DIR=str(tmp_path)),
+                       timeout=60)
     assert p.returncode == 70
-    assert p.stderr.decode() == ("pypto-lower: internal error: RuntimeError: boom (rerun with "
-                                 "PYPTO_DEBUG=1 for a traceback)\n")
+    err = p.stderr.decode()
+    head = "pypto-lower: internal error, please report: RuntimeError: boom; saved the input to "
+    assert err.startswith(head) and err.count("\n") == 1, err
+    # the reproducer: the command line, the bytes read, the traceback; no name from the input
+    saved = pathlib.Path(err[len(head):].strip())
+    assert saved.parent == tmp_path / "crash"
+    assert sorted(f.name for f in saved.iterdir()) == ["command.txt", "input-1.ir",
+                                                       "traceback.txt"]
+    assert (saved / "input-1.ir").read_bytes() == files["tensor"].read_bytes()
+    assert (saved / "command.txt").read_text() == f"pypto-lower {files['tensor']}\n"
+    assert "RuntimeError: boom" in (saved / "traceback.txt").read_text()
     p = subprocess.run(cmd, capture_output=True, env=env_for(debug=True), timeout=60)
     assert p.returncode != 0
     assert "Traceback (most recent call last)" in p.stderr.decode()
     assert "RuntimeError: boom" in p.stderr.decode()
 
 
+@pytest.mark.slow
 def test_interrupt_exits_130():
     import signal
     import time
@@ -395,7 +307,7 @@ def test_interrupt_exits_130():
 # -- usage errors ------------------------------------------------------------------------------
 
 USAGE = [
-    ("lower", ["--bogus"], "No such option: --bogus"),
+    ("lower", ["--bogus"], "no such option: --bogus"),
     ("lower", ["-p", "tensor2tile"], "unknown pass 'tensor2tile' (known: alloc, "),
     ("lower", ["-p", "fuse{enable=false"], "pipeline: unclosed '{' after 'fuse'"),
     ("lower", ["-p", "fuse{bogus=1}"], "pass 'fuse' has no option 'bogus'"),
@@ -457,6 +369,7 @@ def test_tools_take_earlier_levels(cli, files):
         assert level_of(p.stdout) == want, (name, level)
 
 
+@pytest.mark.slow
 def test_full_pipe_of_a_static_op():
     data = ok(tool("trace", ADD)).stdout
     for name in ("lower", "sched", "emit"):
@@ -559,7 +472,8 @@ def run_on_tty(args: list, stdin=subprocess.DEVNULL, stdin_tty: bool = False):
     return p.returncode, out, err.decode()
 
 
-@pytest.mark.parametrize("name", WRITERS)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n == "lower" else pytest.mark.slow)
+                                  for n in WRITERS])
 def test_binary_is_never_written_to_a_terminal(files, name):
     src = SOFTMAX if name == "trace" else files["tensor"]
     code, out, err = run_on_tty([BIN / f"pypto-{name}", src])
@@ -571,6 +485,7 @@ def test_binary_is_never_written_to_a_terminal(files, name):
         assert code == 0 and out.startswith(b"pypto-ir 1.1 ")
 
 
+@pytest.mark.slow
 def test_run_on_a_terminal_keeps_no_record(files):
     code, out, err = run_on_tty([BIN / "pypto-run", files["code"], "--bind", "x_0=16", *RUN_FAST])
     assert code == 0 and out == b""
@@ -590,6 +505,7 @@ def test_no_input_on_a_terminal():
 
 # -- native runs ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 def test_run_native_from_an_op_file(tmp_path):
     p = ok(tool("run", SOFTMAX, "--bind", "x_0=16", "-o", tmp_path / "r.ir"))

@@ -104,7 +104,9 @@ def binary_kernel(name, dt, out_dt, backend):
     return k
 
 
-CASES = [(n, dt, be) for n in UNARY for dt, be in
+# C cases compile a kernel each: left out of make check (slow); the numpy ones stay
+SLOW_IF_C = {"c": [pytest.mark.slow], "numpy": []}
+CASES = [pytest.param(n, dt, be, marks=SLOW_IF_C[be]) for n in UNARY for dt, be in
          (("f32", "c"), ("f32", "numpy"), ("f16", "c"), ("bf16", "c"))]
 
 
@@ -119,6 +121,7 @@ def test_unary(name, dt, backend, request):
     check(name, y, expected(fn, x, out_dt=dt))
 
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("name", sorted(BOOL_UNARY))
 def test_bool_unary(name):
@@ -129,7 +132,8 @@ def test_bool_unary(name):
     np.testing.assert_array_equal(y, BOOL_UNARY[name](x))
 
 
-@pytest.mark.parametrize("name,dt,backend", [(n, dt, be) for n in BINARY for dt, be in
+@pytest.mark.parametrize("name,dt,backend", [pytest.param(n, dt, be, marks=SLOW_IF_C[be])
+                                             for n in BINARY for dt, be in
                                              (("f32", "c"), ("f32", "numpy"), ("f16", "c"),
                                               ("bf16", "c"))])
 def test_binary(name, dt, backend, request):
@@ -142,6 +146,7 @@ def test_binary(name, dt, backend, request):
     check(name, y, expected(BINARY[name], a, b, out_dt=dt))
 
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("name", sorted(COMPARE))
 @pytest.mark.parametrize("dt", ["f32", "i32"])
@@ -153,6 +158,7 @@ def test_compare(name, dt):
     np.testing.assert_array_equal(y, COMPARE[name](a, b))
 
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("name", sorted(INT_BINARY))
 @pytest.mark.parametrize("dt", ["i32", "i64", "i8"])
@@ -167,6 +173,7 @@ def test_int_binary(name, dt):
     np.testing.assert_array_equal(y, want)
 
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("name", ["floor_div", "remainder", "fmod"])
 def test_int_division(name):
@@ -181,6 +188,7 @@ def test_int_division(name):
 CAST_DTYPES = ["f32", "f16", "bf16", "i32", "i64", "i8", "bool"]
 
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("src", CAST_DTYPES)
 @pytest.mark.parametrize("dst", CAST_DTYPES)
@@ -219,6 +227,7 @@ REDUCE = {"sum": np.sum, "amax": np.max, "amin": np.min, "prod": np.prod,
           "mean": np.mean}
 
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("name", sorted(REDUCE))
 @pytest.mark.parametrize("dt", ["f32", "f16", "bf16"])
@@ -240,6 +249,7 @@ def test_reduce_across_tiles(name, dt, dim):
     check(name, y, want)
 
 
+@pytest.mark.slow
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("dt", ["f32", "f16", "bf16", "i8"])
 def test_matmul_dtypes(dt):

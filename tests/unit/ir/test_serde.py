@@ -28,6 +28,7 @@ def pack(m) -> bytes:
 
 # -- every example at every level -----------------------------------------------------------
 
+@pytest.mark.slow
 def test_round_trip_is_byte_identical(ex, example, level):
     b = ex.bytes(example)[level]
     doc = serde.loads(b)
@@ -36,6 +37,7 @@ def test_round_trip_is_byte_identical(ex, example, level):
     assert serde.dumps(serde.loads(serde.dumps(doc))) == b
 
 
+@pytest.mark.slow
 def test_header_and_sorted_keys(ex, example, level):
     m = raw(ex.bytes(example)[level])
     assert m["format"] == "pypto-ir"
@@ -55,6 +57,7 @@ def test_header_and_sorted_keys(ex, example, level):
     walk(m)
 
 
+@pytest.mark.slow
 def test_no_paths_or_object_ids_in_files(ex, example, level):
     b = ex.bytes(example)[level]
     assert os.path.dirname(ex.path(example)).encode() not in b
@@ -62,6 +65,7 @@ def test_no_paths_or_object_ids_in_files(ex, example, level):
     assert b" object at 0x" not in b
 
 
+@pytest.mark.slow
 def test_locations_survive_every_level(ex, example, level):
     doc = ex.doc(example, level)
     locs = {op.loc for op in doc.walk() if op.loc is not None}
@@ -71,6 +75,7 @@ def test_locations_survive_every_level(ex, example, level):
 
 # -- determinism (STYLE section 8) -----------------------------------------------------------
 
+@pytest.mark.slow
 def test_trace_is_deterministic(ex, example, tmp_path):
     a = serde.dumps(pypto.trace(ex.path(example)))
     b = serde.dumps(pypto.trace(ex.path(example)))
@@ -86,6 +91,7 @@ def test_trace_is_deterministic(ex, example, tmp_path):
     assert c == a
 
 
+@pytest.mark.slow
 def test_lowering_is_deterministic(ex, example):
     again = pypto.trace(ex.path(example))
     want = ex.bytes(example)

@@ -23,6 +23,7 @@ def same(a: Document, b: Document) -> bool:
 
 # -- every example at every level -----------------------------------------------------------
 
+@pytest.mark.slow
 def test_text_round_trip(ex, example, level):
     doc = ex.doc(example, level)
     s = print_doc(doc)
@@ -32,6 +33,7 @@ def test_text_round_trip(ex, example, level):
     assert same(back, doc)
 
 
+@pytest.mark.slow
 def test_lowering_a_reparsed_graph_is_byte_identical(ex, example, level):
     """What comes after a level is the same from the graph and from its re-parsed text."""
     want = ex.bytes(example)
@@ -49,6 +51,7 @@ def test_lowering_a_reparsed_graph_is_byte_identical(ex, example, level):
         assert serde.dumps(pypto.emit(again)) == want["code"]
 
 
+@pytest.mark.slow
 def test_lower_from_every_intermediate_point_gives_the_same_exec(ex, example):
     tensor = ex.doc(example, "tensor")
     want = ex.bytes(example)["exec"]

@@ -47,10 +47,12 @@ def source_ops(doc: Document) -> list:
 
 # -- valid documents ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_examples_are_valid_at_every_level(ex, example, level):
     assert verify(ex.doc(example, level)) == []
 
 
+@pytest.mark.slow
 def test_unfused_exec_is_valid(ex, example):
     assert verify(pypto.lower(ex.doc(example, "tensor"), UNFUSED)) == []
 

@@ -12,6 +12,7 @@ def schedule_attrs(doc):
     return next(op for op in doc.body if op.name == "schedule").attrs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["a2", "950", "host"])
 def test_bounds_hold_for_every_example(ex, example, target):
     doc = pypto.schedule(pypto.lower(ex.doc(example, "tensor"), None, target), None,

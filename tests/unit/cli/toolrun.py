@@ -1,0 +1,67 @@
+"""Running the installed tools in tests: as processes (tool) or in this process (conftest's cli).
+
+Shared by the tests of this folder (conftest.py puts the folder on sys.path).
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+from libpypto.driver import parse_ir
+
+BIN = pathlib.Path(sys.executable).parent
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+EX = ROOT / "examples"
+SOFTMAX = str(EX / "softmax.py")        # DYNAMIC rows: x_0
+ADD = str(EX / "add.py")                # fully static
+TOOLS = ("trace", "lower", "sched", "emit", "run", "prof")
+READERS = ("lower", "sched", "emit", "run", "prof")       # tools that read IR
+WRITERS = ("trace", "lower", "sched", "emit")             # tools whose output is IR
+RUN_FAST = ("--backend", "numpy", "--threads", "1")
+_CACHE: list = []
+
+
+def env_for(debug: bool = False, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYPTO_DEBUG"}
+    env.setdefault("PYPTO_CACHE_DIR", _CACHE[0])
+    if debug:
+        env["PYPTO_DEBUG"] = "1"
+    env.update(extra)
+    return env
+
+
+def tool(name: str, *args, input: bytes | None = None, debug: bool = False, cwd=None,
+         **extra_env) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / f"pypto-{name}"), *map(str, args)], input=input,
+                          capture_output=True, env=env_for(debug, **extra_env), cwd=cwd,
+                          timeout=180)
+
+
+def tools(*calls: tuple) -> list:
+    """Several tool(...) runs at once (each call: (name, args, kwargs)); results in order."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = [pool.submit(tool, name, *args, **kw) for name, args, kw in calls]
+        return [f.result() for f in futures]
+
+
+def ok(p: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert p.returncode == 0, p.stderr.decode()
+    return p
+
+
+def one_error_line(p: subprocess.CompletedProcess, name: str, code: int) -> str:
+    """The stderr of a failed run: exactly one line `pypto-X: error: ...`, no traceback."""
+    err = p.stderr.decode()
+    assert p.returncode == code, (p.returncode, err)
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"pypto-{name}: error: "), err
+    return lines[0][len(f"pypto-{name}: error: "):]
+
+
+def level_of(data: bytes) -> str:
+    return parse_ir(data, "<test>").level
