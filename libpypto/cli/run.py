@@ -60,7 +60,7 @@ def check_run_options(threads, repeat, backend) -> None:
 
 
 def run_doc(doc, progress, inputs, single, bind, seed, outputs, threads, backend, verify,
-            repeat, target):
+            repeat, target, trust_code=False):
     """Bring doc to the code level (the compiling phase), then run it; the run record."""
     from ..driver import emit, read_arrays, run
     check_run_options(threads, repeat, backend)
@@ -71,17 +71,17 @@ def run_doc(doc, progress, inputs, single, bind, seed, outputs, threads, backend
     progress.phase("running", RUN_AFTER)
     return run(doc, inputs=arrays, bind=parse_assignments(bind, "--bind"), seed=seed,
                threads=threads, backend=backend, verify=verify, outputs_path=outputs,
-               repeat=repeat)
+               repeat=repeat, trust_code=trust_code)
 
 
 def run_main(src, inputs, single, bind, seed, outputs, threads, backend, verify, out, text,
-             repeat=1, kernel=None, const=None, target=None):
+             repeat=1, kernel=None, const=None, target=None, trust_code=False):
     from .progress import progress
     check_run_options(threads, repeat, backend)
     with progress("pypto-run", "compiling") as p:
         doc = load_doc(src, kernel, const, bind, target)
         rec = run_doc(doc, p, inputs, single, bind, seed, outputs, threads, backend, verify,
-                      repeat, target)
+                      repeat, target, trust_code)
     sys.stderr.write(report(rec))
     keep = out != "-" or not sys.stdout.isatty()
     if keep:

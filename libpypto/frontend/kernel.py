@@ -270,17 +270,45 @@ def _user_loc(exc: BaseException) -> Loc | None:
 
 
 def _warn_rebound(k: Kernel, b: _Builder) -> None:
-    """Warn about `y = expr` on a tensor parameter: it rebinds the name and writes nothing."""
+    """`y = expr` on a tensor parameter rebinds the name and writes nothing: a warning, or
+    the error at that line when the kernel then writes no output at all."""
+    rebound = _rebinds(k, b)
+    if not b.written:
+        if rebound:
+            name, line = rebound[0]
+            raise CompileError(f"{k.name} writes no output: assigning to parameter '{name}' "
+                               f"rebinds the name and writes nothing; write into it with "
+                               f"{name}[:] = ...", Loc(b.op_file, line) if line else None)
+        raise CompileError(f"{k.name} writes no output: write a result into an output "
+                           f"parameter with out[:] = ... or pypto.assemble(value, offsets, "
+                           f"out)", Loc(b.op_file, _def_line(k.fn)))
+    for name, line in rebound:
+        errors.warn(f"assigning to parameter '{name}' rebinds the name and writes "
+                    f"nothing; write into it with {name}[:] = ...",
+                    Loc(b.op_file, line) if line else None)
+
+
+def _def_line(fn) -> int:
+    """The line of fn's `def` (co_firstlineno is its first decorator's)."""
+    try:
+        src, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return fn.__code__.co_firstlineno
+    return next((start + i for i, ln in enumerate(src) if ln.lstrip().startswith("def ")),
+                start)
+
+
+def _rebinds(k: Kernel, b: _Builder) -> list:
+    """(name, line) of each assignment to a tensor parameter the kernel never writes."""
     names = {n for n, _ in k.tensor_params}
-    line = None
+    line, out = None, []
     for ins in dis.get_instructions(k.fn):
         if ins.starts_line is not None:
             line = ins.starts_line
         if ins.opname in ("STORE_FAST", "STORE_NAME") and ins.argval in names \
                 and ins.argval not in b.written:
-            errors.warn(f"assigning to parameter '{ins.argval}' rebinds the name and writes "
-                        f"nothing; write into it with {ins.argval}[:] = ...",
-                        Loc(b.op_file, line) if line else None)
+            out.append((ins.argval, line))
+    return out
 
 
 def _normalise(doc: Document, b: _Builder) -> None:

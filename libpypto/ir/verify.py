@@ -92,6 +92,8 @@ class _Verifier:
                 list(range(len(top))):
             self.err(f"the param ops ({', '.join(map(str, top))}) must be the module's params "
                      f"({', '.join(map(str, params or []))}), numbered 0, 1, ... in order")
+        if top and not any(op.attrs.get("role") == "output" for op in ops if op.name == "param"):
+            self.err("the kernel writes no output: no param has role \"output\"")
         names = [op.result.name for top_op in ops for op in top_op.walk()
                  if op.name in ("param", "tensor")]
         if None in names or len(set(names)) != len(names) or \

@@ -161,6 +161,19 @@ def test_c_source_that_is_not_the_emitters_is_refused(ex, tmp_path, marker):
     assert p.returncode == 2 and "--trust-code" in p.stderr, p.stderr
 
 
+@pytest.mark.needs_cc
+def test_trust_code_runs_hand_edited_c(ex, tmp_path):
+    """--trust-code is the one way to run C that is not the emitter's (a hand-tuned kernel)."""
+    doc = ex.doc("add", "code")
+    code_op(doc).attrs["source"] += "\n/* tuned by hand */\n"
+    f = tmp_path / "tuned.code"
+    f.write_bytes(serde.dumps(doc))
+    p = tool("pypto-run", str(f), "-o", os.devnull)
+    assert p.returncode == 2 and "--trust-code" in p.stderr, p.stderr
+    p = tool("pypto-run", str(f), "--trust-code", "-o", os.devnull)
+    assert p.returncode == 0 and ": pass" in p.stderr, p.stderr
+
+
 def test_numpy_source_is_never_executed(ex, marker):
     """The numpy backend walks the programs; its source is a listing that nothing runs."""
     doc = ex.doc("add", "sched")

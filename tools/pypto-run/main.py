@@ -29,6 +29,7 @@ def run(
     text: Text = False, kernel: Kernel = None, const: Const = None, target: Target = None,
     version: Version = False,
     sanitize: bool = typer.Option(False, "--sanitize", help="build with AddressSanitizer and UBSan, run in a child process"),
+    trust_code: bool = typer.Option(False, "--trust-code", help="run a code file's C source even where it is not what pypto-emit makes of the file (hand-edited C runs as code: only for files you trust)"),
 ) -> None:
     """Run SRC on the host: bind sizes, prepare data, execute, verify; report on stderr."""
     from libpypto.cli.run import run_main
@@ -36,7 +37,7 @@ def run(
     with sanitizing(sanitize):      # compiler.py: a sanitized build runs in a child process
         run_main(src, inputs, input or [], bind or [], seed, outputs, threads,
                  sanitized_backend(sanitize, backend), verify, out, text, repeat, kernel, const,
-                 target)
+                 target, trust_code=trust_code)
 
 
 def main() -> None:

@@ -142,8 +142,10 @@ def test_value_escaping_a_loop():
 
 def test_rebinding_an_output_warns(recwarn):
     @pypto.jit
-    def k(x: pypto.Tensor[[8, 32], F32], y: pypto.Tensor[[8, 32], F32]):
+    def k(x: pypto.Tensor[[8, 32], F32], y: pypto.Tensor[[8, 32], F32],
+          z: pypto.Tensor[[8, 32], F32]):
         pypto.set_vec_tile_shapes(8, 32)
+        z[:] = x + 1.0
         y = x * 2.0  # MARK
         return y
     seen = []
@@ -155,6 +157,23 @@ def test_rebinding_an_output_warns(recwarn):
         set_warning_handler(None)
     assert seen and "rebinds the name" in seen[0][0] and "y[:] = " in seen[0][0]
     assert seen[0][1].line == line_of(k.fn, "# MARK")
+
+
+def test_a_kernel_that_writes_no_output_is_an_error_at_the_rebinding():
+    @pypto.jit
+    def k(x: pypto.Tensor[[8, 32], F32], y: pypto.Tensor[[8, 32], F32]):
+        pypto.set_vec_tile_shapes(8, 32)
+        t = x * 2.0
+        y = t + 1.0  # MARK
+    trace_error(k, "# MARK", "writes no output", "y[:] = ...")
+
+
+def test_a_kernel_that_writes_no_output_and_rebinds_nothing_names_its_def():
+    @pypto.jit
+    def k(x: pypto.Tensor[[8, 32], F32], y: pypto.Tensor[[8, 32], F32]):  # MARK
+        pypto.set_vec_tile_shapes(8, 32)
+        x * 2.0
+    trace_error(k, "# MARK", "writes no output", "out[:] = ")
 
 
 def test_an_op_that_raises_points_at_the_user_line():
