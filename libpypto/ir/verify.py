@@ -70,7 +70,13 @@ class _Verifier:
         self.diags.append(Diagnostic(msg, loc))
 
     def check(self, op, where: str, loc=None) -> bool:
-        return check_op(op, where, lambda m: self.err(m, op.loc or loc))
+        if not check_op(op, where, lambda m: self.err(m, op.loc or loc)):
+            return False
+        step = op.attrs.get("step") if op.name in ("loop", "for") else 1
+        if isinstance(step, int) and step <= 0:
+            self.err(f"{op.name} step {step} is not positive", op.loc or loc)
+            return False
+        return True
 
     # -- the tensor graph ----------------------------------------------------------------------
     def tensor_ops(self, ops, memory: set) -> None:
@@ -109,12 +115,35 @@ class _Verifier:
         self.programs = {}
         self.ntask = 0
         self.top(doc.body, doc, top=True)
+        if len(sources) == 1 and not self.diags:
+            self.gm_params(doc.body, sources[0].regions[0])
         if doc.level in ("sched", "code"):
             self.schedule(doc)
         if doc.level == "code":
             codes = [op for op in doc.body if op.name == "code"]
             if len(codes) != 1:
                 self.err(f"expected one code op, found {len(codes)}")
+
+    def gm_params(self, body, graph) -> None:
+        """A parameter's gm is the tensor graph's param: same index, role and type (the data
+        is sized by one and checked against the other)."""
+        params = {op.result.name: op for op in graph if op.name == "param"}
+        seen = set()
+        for op in body:
+            name = op.attrs.get("param") if op.name == "gm" else None
+            if name is None:
+                continue
+            p = params.get(name)
+            if p is None or name in seen or op.result.type != p.result.type or \
+                    op.attrs.get("role") != p.attrs.get("role") or \
+                    op.attrs.get("index") != p.attrs.get("index"):
+                self.err(f"gm {op.result.name} does not match the tensor graph's param "
+                         f"{name!r} (each param has one gm of the same index, role and type)",
+                         op.loc)
+            seen.add(name)
+        if not self.diags and seen != set(params):
+            missing = ", ".join(sorted(set(params) - seen))
+            self.err(f"the params {missing} have no gm")
 
     def top(self, ops, doc, top: bool) -> None:
         allowed = TOP[doc.level] - (set() if top else {"source", "gm", "program", "schedule",

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import heapq
 
-from ..errors import UsageError
+from ..errors import CompileError, UsageError
 from ..ir.core import Document, Op, clone_ops, copy_doc
 from .alloc import plan
 from .cse import share_loads
@@ -249,6 +249,8 @@ class _Fuser:
                 indeg[s] -= 1
                 if indeg[s] == 0:
                     heapq.heappush(ready, s)
+        if len(out) != len(groups):     # a cycle: never drop the kernels on it
+            raise CompileError("the kernels depend on each other in a cycle")
         return out
 
     # -- building a block -----------------------------------------------------------------

@@ -175,7 +175,6 @@ def run_standalone(path: str, ntasks: int, tables: dict, slots: list, buffers: l
     tables in _TABLES order, the slots (int64 each); then per buffer int64 copy-back and a
     blob. The result: b"PPRES001", int64 rc, blobs of the walls, starts, ends (int64) and
     cores (int32), then a blob per buffer copied back."""
-    import subprocess
     import tempfile
 
     from ..ir.files import cleanup_on_signals
