@@ -89,8 +89,9 @@ def run_code(doc: Document, inputs: dict | None = None, bind: dict | None = None
 def _verify(doc, arrays: dict, reference: dict, env: dict, roles: dict) -> list:
     from . import data as D
     from .interp import run_tensor
+    mags = D.magnitudes(doc, reference, env)
     run_tensor(doc, reference, env)
-    return [D.compare(name, arrays[name], reference[name])
+    return [D.compare(name, arrays[name], reference[name], mags[name])
             for name, role in roles.items() if role == "output"]
 
 

@@ -16,11 +16,15 @@ from ..errors import InputError, UsageError
 # cancels to near zero carries the error of its large terms, not of its own size. It is
 # never a statistic of the whole output (one huge element elsewhere must not widen it):
 #
+# - FLOOR, a constant per dtype: the largest error that cancelling terms of the examples'
+#   and the catalogue's sizes leave (matmuls over K = 512 of standard-normal data; bf16
+#   attention whose scores reach several hundred), with room;
 # - with magnitudes (magnitudes(): per element, the size of the terms it was computed
-#   from), floor[i] = atol + mtol * magnitude[i];
-# - without them, floor[i] = FLOOR, a constant per dtype: the largest error that cancelling
-#   terms of the examples' and the catalogue's sizes leave (matmuls over K = 512 of
-#   standard-normal data; bf16 attention whose scores reach several hundred), with room.
+#   from), floor[i] = max(FLOOR, atol + mtol * magnitude[i]): an element computed from
+#   large terms (a user's data of scale 1e3, one huge input) may carry their rounding, and
+#   only that element. pypto-run passes magnitudes; the constant is the least floor, so a
+#   magnitude that comes out small (a difference of terms) never makes the check stricter
+#   than the dtype allows.
 #
 #        rtol   atol   mtol   FLOOR
 TOLERANCE = {
@@ -74,7 +78,7 @@ def tolerance(want: np.ndarray, magnitude: np.ndarray | None = None) -> np.ndarr
         return base + floor
     m = np.abs(np.broadcast_to(magnitude, want.shape).astype(np.float64))
     # an element whose magnitude is not a finite number falls back to the constant floor
-    return base + np.where(np.isfinite(m), atol + mtol * m, floor)
+    return base + np.where(np.isfinite(m), np.maximum(floor, atol + mtol * m), floor)
 
 
 def compare(name: str, got: np.ndarray, want: np.ndarray,

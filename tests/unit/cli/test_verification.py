@@ -83,8 +83,9 @@ def test_magnitudes_set_the_floor_where_they_are_known(dt):
     want = np.zeros(4, dt)
     mag = np.array([0.0, 1.0, 1e4, np.inf])
     rtol, atol, mtol, floor = D.TOLERANCE[{np.float32: "f32", np.float16: "f16"}.get(dt, "bf16")]
-    np.testing.assert_allclose(D.tolerance(want, mag), [atol, atol + mtol, atol + mtol * 1e4,
-                                                        floor])
+    want_tol = [floor, max(floor, atol + mtol), max(floor, atol + mtol * 1e4), floor]
+    np.testing.assert_allclose(D.tolerance(want, mag), want_tol)
+    assert D.tolerance(want, np.array([0.0, 0.0, 1e8, 0.0]))[2] > floor * 100
 
 
 def test_specials_and_exact_dtypes():
@@ -149,3 +150,20 @@ def test_pypto_prof_of_a_failing_run(cli, monkeypatch):
     assert err[0].startswith("pypto-prof: y: ") and " mismatches; first at [" in err[0]
     assert err[-1] == ("pypto-prof: error: outputs differ from the numpy reference (y); the "
                        "profile is of that run")
+
+
+@pytest.mark.needs_cc
+def test_a_matmul_of_large_inputs_passes_on_the_magnitudes_of_its_terms():
+    """Inputs of scale 1e3: each element of a @ b sums 512 products of ~1e6, so its rounding
+    is ~1e6 * 512 * eps whatever its own size. pypto-run's verification floors each element
+    by the magnitude of its terms and passes; the constant dtype floor alone would report
+    false mismatches where the sum cancels."""
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal((64, 512)) * 1e3).astype(np.float32)
+    b = (rng.standard_normal((512, 256)) * 1e3).astype(np.float32)
+    rec = pypto.run(pypto.trace(str(EX / "matmul.py")), inputs={"a": a, "b": b}, seed=1)
+    assert rec.body[0].attrs["verdict"] == "pass", rec.body[0].attrs["checks"]
+    o = rec.body[0].attrs["outputs"][0]
+    got = np.frombuffer(o["data"], np.float32).reshape(o["shape"])
+    want = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+    assert not D.compare("c", got, want)["ok"]          # without magnitudes
