@@ -7,6 +7,7 @@ import inspect
 
 from ..ir import ops as O
 from . import composites, ops
+from . import numpy_guard
 from .tensor import TraceTensor, _b, fmt_shape, scalar_expr, slice_key
 
 
@@ -106,6 +107,7 @@ def _install() -> None:
     TraceTensor.__getattr__ = _getattr
     TraceTensor.__getitem__ = _getitem
     TraceTensor.__setitem__ = _setitem
+    numpy_guard.install(TraceTensor, CATALOGUE)
 
 
 _install()
