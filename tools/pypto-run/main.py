@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from libpypto.cli import run_tool
-from libpypto.cli.options import Backend, Bind, Const, Input, Inputs, Kernel, Out, Repeat, \
+from libpypto.cli.options import Backend, Bind, Const, Full, Input, Inputs, Kernel, Out, Repeat, \
     Seed, Src, Target, Text, Threads, Version, examples, make_app
 
 app = make_app()
@@ -26,7 +26,7 @@ def run(
     threads: Threads = None, backend: Backend = None,
     verify: bool = typer.Option(True, "--verify/--no-verify", help="check outputs against the numpy interpretation"),
     repeat: Repeat = 1, out: Out = "-",
-    text: Text = False, kernel: Kernel = None, const: Const = None, target: Target = None,
+    text: Text = False, full: Full = False, kernel: Kernel = None, const: Const = None, target: Target = None,
     version: Version = False,
     sanitize: bool = typer.Option(False, "--sanitize", help="build with AddressSanitizer and UBSan, run in a child process"),
 ) -> None:
@@ -36,7 +36,7 @@ def run(
     with sanitizing(sanitize):      # compiler.py: a sanitized build runs in a child process
         run_main(src, inputs, input or [], bind or [], seed, outputs, threads,
                  sanitized_backend(sanitize, backend), verify, out, text, repeat, kernel, const,
-                 target)
+                 target, full)
 
 
 def main() -> None:
