@@ -132,3 +132,15 @@ def test_attribute_values_may_span_lines():
     assert doc.body[0].attrs["cores"] == {"vector": 2, "cube": 0}
     with pytest.raises(TextError):
         parse_doc("pypto-ir 1.1 sched\nschedule {order=[0,\n")
+
+
+def test_a_real_run_record_reads_back():
+    import os
+
+    import libpypto as pypto
+    add = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "add.py")
+    rec = pypto.run(pypto.trace(add), backend="numpy")
+    text = print_doc(rec)
+    assert "#   out   float32  [256, 512]  sha256:" in text
+    assert 'b64"' not in text.split("\nblob 0 ")[0]
+    assert same(parse_doc(text), rec)
