@@ -83,17 +83,18 @@ def read_ir(path: str, **trace_opts) -> Document:
     return parse_ir(read_bytes(path), os.path.basename(path))
 
 
-def dump_ir(doc: Document, text: bool = False) -> bytes:
-    """The bytes of a document: msgpack, or the text form with text=True (verified first)."""
+def dump_ir(doc: Document, text: bool = False, full: bool = False) -> bytes:
+    """The bytes of a document: msgpack, or the text form with text=True (verified first);
+    full=True lists every row of the text form's tables (the data is complete either way)."""
     from .ir import serde
     from .ir import text as textmod
     verify_or_raise(doc, "before writing")
-    return textmod.print_doc(doc).encode() if text else serde.dumps(doc)
+    return textmod.print_doc(doc, full).encode() if text else serde.dumps(doc)
 
 
-def write_ir(doc: Document, path: str, text: bool = False) -> None:
+def write_ir(doc: Document, path: str, text: bool = False, full: bool = False) -> None:
     from .ir.files import atomic_write
-    atomic_write(path, dump_ir(doc, text))
+    atomic_write(path, dump_ir(doc, text, full))
 
 
 # -- trace ----------------------------------------------------------------------------------

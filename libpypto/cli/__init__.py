@@ -130,11 +130,13 @@ def _check_symbols(doc, binds: dict) -> None:
                              f"{', '.join(sorted(symbols)) or 'none'})")
 
 
-def save_doc(doc, out: str, text: bool, tool: str, options: dict) -> None:
+def save_doc(doc, out: str, text: bool, tool: str, options: dict, full: bool = False) -> None:
+    """Record the tool in the producer history and write the document (full: every row of
+    the text form's tables; it changes no data, so it is not recorded)."""
     from ..driver import dump_ir
     from .io import write_output
     doc.with_producer(tool, {k: v for k, v in sorted(options.items()) if v not in (None, [], {})})
-    write_output(out, dump_ir(doc, text), binary=not text)
+    write_output(out, dump_ir(doc, text, full), binary=not text)
 
 
 def parse_assignments(items, what: str, convert=int) -> dict:

@@ -42,6 +42,9 @@ Src = Annotated[str, typer.Argument(
     show_default=False)]
 Out = Annotated[str, typer.Option("-o", help="output file, written atomically ('-' = stdout)")]
 Text = Annotated[bool, typer.Option("-S", help="write the text form")]
+Full = Annotated[bool, typer.Option(
+    "--full", help="with -S: every row of the tables in the comments (schedule instances, "
+                   "run events), not the first and last rows; the data is complete either way")]
 Target = Annotated[Optional[str], typer.Option(
     "--target", help="a2, a3, 950, host (default) or a .toml file")]
 Kernel = Annotated[Optional[str], typer.Option(

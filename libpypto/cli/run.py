@@ -75,7 +75,8 @@ def run_doc(doc, progress, inputs, single, bind, seed, outputs, threads, backend
 
 
 def run_main(src, inputs, single, bind, seed, outputs, threads, backend, verify, out, text,
-             repeat=1, kernel=None, const=None, target=None, trust_code=False):
+             repeat=1, kernel=None, const=None, target=None, full=False,
+             trust_code=False):
     from .progress import progress
     check_run_options(threads, repeat, backend)
     with progress("pypto-run", "compiling") as p:
@@ -85,7 +86,7 @@ def run_main(src, inputs, single, bind, seed, outputs, threads, backend, verify,
     sys.stderr.write(report(rec))
     keep = out != "-" or not sys.stdout.isatty()
     if keep:
-        save_doc(rec, out, text, "pypto-run", {"backend": backend, "threads": threads})
+        save_doc(rec, out, text, "pypto-run", {"backend": backend, "threads": threads}, full)
     else:
         sys.stderr.write("pypto-run: run record not kept (stdout is a terminal); keep it with "
                          "-o run.msgpack or a pipe into pypto-prof\n")

@@ -10,7 +10,7 @@ def emit(doc: Document, backend: str = "c") -> Document:
     out = copy_doc(doc, "code")
     programs = [op for op in out.body if op.name == "program"]
     render = c.render if backend == "c" else numpy_backend.render
-    attrs = {"backend": backend, "listing": pto.listing(programs),
+    attrs = {"backend": backend, "listing": pto.listing(programs, out),
              "source": render(out, programs)}
     out.body.append(Op("code", [], [], attrs, [], None))
     return out

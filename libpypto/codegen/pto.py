@@ -8,19 +8,23 @@ from __future__ import annotations
 from ..ir import expr as E
 from ..ir import ops as O
 from ..ir.defs import OPS
+from .srclines import LineNotes, printable, source_map
 
 _MOVES = ("tmov", "tcvt", "treshape", "textract", "texpands")    # listed with their offsets
 
 
-def listing(programs: list) -> str:
+def listing(programs: list, doc=None) -> str:
+    """The listing of the programs; with doc, the op file's lines it carries as `;` comments
+    before the first instruction of each line (srclines.py)."""
+    src = source_map(doc) if doc is not None else {}
     out = []
     for p in programs:
-        out.extend(_program(p))
+        out.extend(_program(p, LineNotes(src)))
         out.append("")
     return "\n".join(out)
 
 
-def _program(p) -> list[str]:
+def _program(p, notes: LineNotes) -> list[str]:
     a = p.attrs
     names: dict = {}
     lines = [f".program {a['name']}  ; core={a['core']}  ops={','.join(a.get('ops', []))}",
@@ -34,7 +38,7 @@ def _program(p) -> list[str]:
         lines.append(f"  .buffer {space.upper()} {n} B")
     for op in p.regions[0]:
         if op.name != "arg":
-            _instr(op, names, lines, 1)
+            _instr(op, names, lines, 1, notes)
     lines.append(".end")
     return lines
 
@@ -51,9 +55,10 @@ def _fmt_box(offsets, valid) -> str:
         ", ".join(E.to_str(v) for v in valid) + "]"
 
 
-def _instr(op, names: dict, lines: list, depth: int) -> None:
+def _instr(op, names: dict, lines: list, depth: int, notes: LineNotes) -> None:
     ind = "  " * depth
     n, a = op.name, op.attrs
+    lines.extend(f"{ind}; {printable(note)}" for note in notes.notes([op]))
     if n == "tile":
         name = _tile_name(op, names)
         lines.append(f"{ind}.tile {name} : {op.result.type.dtype}{list(op.result.type.shape)}")
@@ -62,7 +67,7 @@ def _instr(op, names: dict, lines: list, depth: int) -> None:
         lines.append(f"{ind}LOOP {a['var']} = {E.to_str(a['start'])} .. {E.to_str(a['stop'])} "
                      f"step {E.to_str(a['step'])}")
         for inner in op.regions[0]:
-            _instr(inner, names, lines, depth + 1)
+            _instr(inner, names, lines, depth + 1, notes)
         lines.append(f"{ind}ENDLOOP {a['var']}")
         return
     pipe = a.get("pipe", "?")

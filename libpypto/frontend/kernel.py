@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dis
 import inspect
+import linecache
 import os
 
 from .. import errors
@@ -107,7 +108,26 @@ def trace_kernel(k: Kernel, consts: dict, static: dict, target=None) -> Document
                  "consts": {n: v for n, v in const_vals.items() if _is_plain(v)}}
     if target is not None:
         doc.attrs["target"] = target.record()
+    lines = source_lines(doc, inspect.getsourcefile(k.fn))
+    if lines:
+        doc.attrs["lines"] = lines
     return doc
+
+
+MAX_LINE = 200      # characters of an op file line kept for the comments of generated code
+
+
+def source_lines(doc: Document, path: str | None) -> list:
+    """[[file, line, text], ...] of the op file's lines that ops of doc are located at, for
+    the comments of the listing and the generated code (stripped, at most MAX_LINE long)."""
+    if not path:
+        return []
+    name = os.path.basename(path)
+    wanted = sorted({op.loc.line for op in doc.walk()
+                     if op.loc is not None and op.loc.file == name and op.loc.line > 0})
+    text = linecache.getlines(path)
+    return [[name, n, text[n - 1].strip()[:MAX_LINE]] for n in wanted
+            if n <= len(text) and text[n - 1].strip()]
 
 
 def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisions: list,

@@ -80,6 +80,9 @@ DOC = {
     "constraints": attr(ListOf(Tuple(Ident(), EXPR))),
     "consts": attr(MapOf(Ident(), OneOf(Num(), Bool(), Text(), Null()))),
     "target": opt(TARGET),
+    # the op file's lines that ops are located at, [file, line, text]: comments in the
+    # listing and the generated code (frontend/kernel.py source_lines)
+    "lines": opt(ListOf(Tuple(Text(), NAT, Text()))),
 }
 
 

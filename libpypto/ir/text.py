@@ -13,6 +13,13 @@ One line per op: results, name, operands, {attrs}, ": " result types, "@file:lin
 regions in braces. Attribute values are ints, floats, "strings", triple-quoted strings,
 b64"bytes", true/false/null, [lists], {dicts} and bare symbolic expressions (N // 8 + 1).
 Lines starting with # are comments. parse(print(doc)) rebuilds the same document.
+
+For people (text_tables.py): a `schedule` op is preceded by a comment block with its
+instances as a table (summarised unless print_doc(full=True)), a `run` op by its outputs
+(name, dtype, shape, checksum) and its events as a table. The data the tables show is written
+in full after them: the attributes of TAIL_ATTRS last in the op's attributes, wrapped over
+lines (inside [...] and {...} of attribute values, newlines are skipped), and bytes longer
+than BLOB_MIN as blob(N), whose base64 follows at the end of the file as `blob N b64"..."`.
 """
 from __future__ import annotations
 
@@ -23,11 +30,14 @@ import re
 
 from . import expr as E
 from .core import FORMAT, LEVELS, Document, Loc, Op, Value
+from .text_tables import TAIL_ATTRS, comment_block
 from .types import DTYPES, SPACES, ScalarType, TensorType, TileType
 
 ISOLATED = ("source", "program")   # ops whose regions have their own value namespace
 _BARE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*$")
 _BARE_FILE = re.compile(r"[A-Za-z_][A-Za-z_0-9.]*$")
+BLOB_MIN = 64        # bytes values longer than this are written at the end, as blob(N)
+WRAP = 100           # wrapped attribute values: items per line up to this width
 
 
 class TextError(ValueError):
@@ -36,23 +46,30 @@ class TextError(ValueError):
 
 # -- printing -------------------------------------------------------------------------------
 
-def print_doc(doc: Document) -> str:
-    p = _Printer()
+def print_doc(doc: Document, full: bool = False) -> str:
+    """The text form; full=True shows every row of the tables in comments (the data is
+    always complete)."""
+    p = _Printer(full)
     out = [f"{FORMAT} {doc.version[0]}.{doc.version[1]} {doc.level}"]
     for entry in doc.producer:
         out.append(f'producer {fmt_attr(entry["tool"])} {fmt_attrs(entry.get("options", {}))}')
     if doc.attrs:
-        out.append(f"module {fmt_attrs(doc.attrs)}")
+        out.append(f"module {fmt_attrs(doc.attrs, p.blobs)}")
     for op in doc.body:
         p.op(op, 0, out)
+    if p.blobs:
+        out.append("# the bytes referred to above as blob(N), in base64")
+        out += [f'blob {i} {fmt_attr(b)}' for i, b in enumerate(p.blobs)]
     return "\n".join(out) + "\n"
 
 
 class _Printer:
-    def __init__(self):
+    def __init__(self, full: bool = False):
         self.names: dict[Value, str] = {}
         self.used: set[str] = set()
         self.counter = 0
+        self.full = full
+        self.blobs: list[bytes] = []
 
     def define(self, v: Value) -> str:
         if v.name:
@@ -82,13 +99,14 @@ class _Printer:
         if operands:
             parts.append(operands)
         if op.attrs:
-            parts.append(fmt_attrs(op.attrs))
+            parts.append(self.attrs(op, depth))
         if op.results:
             parts.append(": " + ", ".join(str(r.type) for r in op.results))
         if op.loc is not None:
             f = op.loc.file if _BARE_FILE.match(op.loc.file) else json.dumps(op.loc.file)
             parts.append(f"@{f}:{op.loc.line}")
         line = "  " * depth + " ".join(parts)
+        out.extend("  " * depth + c for c in comment_block(op, self.full))
         if not op.regions:
             out.append(line)
             return
@@ -106,8 +124,38 @@ class _Printer:
         out.append("  " * depth + "}")
 
 
-def fmt_attrs(attrs: dict) -> str:
-    return "{" + ", ".join(f"{_fmt_key(k)}={fmt_attr(attrs[k])}" for k in sorted(attrs)) + "}"
+    def attrs(self, op: Op, depth: int) -> str:
+        """{attrs}, with the TAIL_ATTRS of the op last, their lists wrapped over lines."""
+        tail = [k for k in TAIL_ATTRS.get(op.name, ()) if isinstance(op.attrs.get(k), list)]
+        if not tail:
+            return fmt_attrs(op.attrs, self.blobs)
+        head = fmt_attrs({k: v for k, v in op.attrs.items() if k not in tail}, self.blobs)
+        ind = "  " * (depth + 1)
+        parts = [head[:-1] + ("," if len(head) > 2 else "")]
+        for k in tail:
+            items = [fmt_attr(x, self.blobs) for x in op.attrs[k]]
+            parts.append(f"{ind}{_fmt_key(k)}=[" + _wrap(items, ind + "  ") + "]" +
+                         ("," if k != tail[-1] else "}"))
+        return "\n".join(parts)
+
+
+def _wrap(items: list[str], ind: str) -> str:
+    """Items joined by ', ', a new line (indented by ind) before a line would pass WRAP."""
+    lines, cur = [], ""
+    for it in items:
+        if cur and len(ind) + len(cur) + len(it) + 2 > WRAP:
+            lines.append(cur + ",")
+            cur = it
+        else:
+            cur = f"{cur}, {it}" if cur else it
+    lines.append(cur)
+    return ("\n" + ind).join(lines) if len(lines) == 1 else \
+        "\n" + ind + ("\n" + ind).join(lines)
+
+
+def fmt_attrs(attrs: dict, blobs: list | None = None) -> str:
+    return "{" + ", ".join(f"{_fmt_key(k)}={fmt_attr(attrs[k], blobs)}"
+                           for k in sorted(attrs)) + "}"
 
 
 def _fmt_key(k: str) -> str:
@@ -117,7 +165,9 @@ def _fmt_key(k: str) -> str:
 _KEYWORDS = {"true", "false", "null", "inf", "nan", "and", "or", "not"}
 
 
-def fmt_attr(v) -> str:
+def fmt_attr(v, blobs: list | None = None) -> str:
+    """One attribute value; with a list for blobs, bytes longer than BLOB_MIN go there and
+    print as blob(N)."""
     if v is True:
         return "true"
     if v is False:
@@ -136,13 +186,16 @@ def fmt_attr(v) -> str:
             return '"""' + v + '"""'
         return json.dumps(v, ensure_ascii=False)
     if isinstance(v, bytes):
+        if blobs is not None and len(v) > BLOB_MIN:
+            blobs.append(v)
+            return f"blob({len(blobs) - 1})"
         return 'b64"' + base64.b64encode(v).decode() + '"'
     if isinstance(v, E.Expr):
         return E.to_str(v)
     if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(fmt_attr(x) for x in v) + "]"
+        return "[" + ", ".join(fmt_attr(x, blobs) for x in v) + "]"
     if isinstance(v, dict):
-        return fmt_attrs(v)
+        return fmt_attrs(v, blobs)
     raise TypeError(f"attribute value of type {type(v).__name__} cannot be printed: {v!r}")
 
 
@@ -196,13 +249,23 @@ def parse_doc(text: str) -> Document:
     p = _Parser(tokenize(body_text))
     doc = Document(level, version=version)
     p.document(doc)
+    p.resolve_blobs(doc)
     return doc
+
+
+class _BlobRef:
+    """blob(N) in an attribute: the bytes of the `blob N b64"..."` line at the end."""
+
+    def __init__(self, n: int, line: int):
+        self.n, self.line = n, line
 
 
 class _Parser:
     def __init__(self, toks):
         self.toks, self.pos = toks, 0
         self.values: dict[str, Value] = {}
+        self.blobs: dict[int, bytes] = {}
+        self.has_blob_refs = False
 
     # token helpers
     def peek(self, k: int = 0):
@@ -245,8 +308,43 @@ class _Parser:
             elif t == ("name", "module", t[2]):
                 self.take()
                 doc.attrs = self.attr_dict()
+            elif t == ("name", "blob", t[2]) and self.peek(1)[0] == "int":
+                self.blob()
             else:
                 doc.body.append(self.op())
+
+    def blob(self) -> None:
+        self.take()
+        n = int(self.take()[1])
+        data = self.take()
+        if data[0] != "b64":
+            raise self.error(f'expected b64"..." after blob {n}', data)
+        if n in self.blobs:
+            raise self.error(f"blob {n} is defined twice", data)
+        self.blobs[n] = base64.b64decode(data[1][4:-1])
+
+    def resolve_blobs(self, doc: Document) -> None:
+        """Put the bytes of every blob(N) in place."""
+        def fix(v):
+            if isinstance(v, _BlobRef):
+                if v.n not in self.blobs:
+                    raise TextError(f"line {v.line}: blob({v.n}) is not defined (no line "
+                                    f"'blob {v.n} b64\"...\"')")
+                return self.blobs[v.n]
+            if isinstance(v, list):
+                return [fix(x) for x in v]
+            if isinstance(v, dict):
+                return {k: fix(x) for k, x in v.items()}
+            return v
+
+        def walk(ops):
+            for op in ops:
+                op.attrs = fix(op.attrs)
+                for region in op.regions:
+                    walk(region)
+        if self.has_blob_refs:
+            doc.attrs = fix(doc.attrs)
+            walk(doc.body)
 
     def op(self) -> Op:
         """One op: results =, name, operands, {attrs}, : types, @file:line, {regions}."""
@@ -388,6 +486,7 @@ class _Parser:
     def attr_dict(self) -> dict:
         self.expect("{")
         out = {}
+        self.skip_nl()
         while self.peek()[1] != "}":
             k = self.take()
             if k[0] not in ("name", "str"):
@@ -395,8 +494,10 @@ class _Parser:
             key = json.loads(k[1]) if k[0] == "str" else k[1]
             self.expect("=")
             out[key] = self.attr_value()
+            self.skip_nl()
             if self.peek()[1] == ",":
                 self.take()
+                self.skip_nl()
             elif self.peek()[1] != "}":
                 raise self.error(f"expected ',' or '}}' in attributes, got {self.peek()[1]!r}")
         self.take()
@@ -410,10 +511,13 @@ class _Parser:
         if s == "[" and kind == "op":
             self.take()
             items = []
+            self.skip_nl()
             while self.peek()[1] != "]":
                 items.append(self.attr_value())
+                self.skip_nl()
                 if self.peek()[1] == ",":
                     self.take()
+                    self.skip_nl()
                 elif self.peek()[1] != "]":
                     raise self.error(f"expected ',' or ']' in a list, got {self.peek()[1]!r}")
             self.take()
@@ -434,6 +538,11 @@ class _Parser:
             self.take()
             return {"true": True, "false": False, "null": None,
                     "inf": math.inf, "nan": math.nan}[s]
+        if kind == "name" and s == "blob" and self.peek(1)[1] == "(" and \
+                self.peek(2)[0] == "int" and self.peek(3)[1] == ")":
+            self.pos += 4
+            self.has_blob_refs = True
+            return _BlobRef(int(self.peek(-2)[1]), t[2])
         if s == "-" and self.peek(1)[0] == "float":
             self.take()
             return -float(self.take()[1])

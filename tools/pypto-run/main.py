@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from libpypto.cli import run_tool
-from libpypto.cli.options import Backend, Bind, Const, Input, Inputs, Kernel, Out, Repeat, \
+from libpypto.cli.options import Backend, Bind, Const, Full, Input, Inputs, Kernel, Out, Repeat, \
     Seed, Src, Target, Text, Threads, Version, examples, make_app
 
 app = make_app()
@@ -26,7 +26,7 @@ def run(
     threads: Threads = None, backend: Backend = None,
     verify: bool = typer.Option(True, "--verify/--no-verify", help="check outputs against the numpy interpretation"),
     repeat: Repeat = 1, out: Out = "-",
-    text: Text = False, kernel: Kernel = None, const: Const = None, target: Target = None,
+    text: Text = False, full: Full = False, kernel: Kernel = None, const: Const = None, target: Target = None,
     version: Version = False,
     sanitize: bool = typer.Option(False, "--sanitize", help="build with AddressSanitizer and UBSan, run in a child process"),
     trust_code: bool = typer.Option(False, "--trust-code", help="run a code file's C source even where it is not what pypto-emit makes of the file (hand-edited C runs as code: only for files you trust)"),
@@ -37,7 +37,7 @@ def run(
     with sanitizing(sanitize):      # compiler.py: a sanitized build runs in a child process
         run_main(src, inputs, input or [], bind or [], seed, outputs, threads,
                  sanitized_backend(sanitize, backend), verify, out, text, repeat, kernel, const,
-                 target, trust_code=trust_code)
+                 target, full, trust_code=trust_code)
 
 
 def main() -> None:
