@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.bind import concrete_shape, param_roles, param_types
+from ..analysis.limits import require
 from ..errors import InputError, UsageError
 
 # Verification is per element: got[i] passes when |got[i] - want[i]| <= tolerance[i], with
@@ -31,10 +32,16 @@ TOLERANCE = {
 def prepare(doc, given: dict, env: dict, seed: int = 0) -> dict[str, np.ndarray]:
     """All parameter arrays: given ones converted, inputs generated, outputs zeroed."""
     types, roles = param_types(doc), param_roles(doc)
+    shapes = {pname: concrete_shape(t, env) for pname, t in types.items()}
+    for pname, shape in shapes.items():
+        if any(d < 0 for d in shape):
+            raise InputError(f"parameter {pname} would have the negative shape {list(shape)}")
+    require("BYTES", sum(int(np.prod(s, dtype=object)) * types[p].dtype.itemsize
+                         for p, s in shapes.items()), "the kernel's parameters, in bytes")
     rng = np.random.default_rng(seed)
     out = {}
     for pname, t in types.items():
-        shape = concrete_shape(t, env)
+        shape = shapes[pname]
         if pname in given:
             arr = np.asarray(given[pname])
             if arr.dtype != t.dtype.np:

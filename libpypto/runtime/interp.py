@@ -52,9 +52,11 @@ def cast_array(x: np.ndarray, dt) -> np.ndarray:
     if is_float(x.dtype) and target.kind in "iu":
         with np.errstate(all="ignore"):
             return np.rint(x.astype(np.float32)).astype(target)
-    if is_float(x.dtype) and is_float(target) and x.dtype.itemsize < 4 and target.itemsize < 4:
-        return x.astype(np.float32).astype(target)
-    return x.astype(target)
+    with np.errstate(all="ignore"):        # out of range: inf or wrapped, as the C casts
+        if is_float(x.dtype) and is_float(target) and x.dtype.itemsize < 4 and \
+                target.itemsize < 4:
+            return x.astype(np.float32).astype(target)
+        return x.astype(target)
 
 
 def elementwise(name: str, args: list, scalar=None, side: str = "rhs"):
