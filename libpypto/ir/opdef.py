@@ -277,11 +277,11 @@ def type_problem(t) -> str | None:
         if t.space not in SPACES:
             return f"is in unknown memory space {short(t.space)}"
         bad = [d for d in shape if not (is_int(d) and 1 <= d <= INT_LIMIT)]
-        return f"has tile dim {short(bad[0])}, not an int >= 1" if bad else None
+        return f"has tile dim {short(bad[0])}, not an int in 1 .. 2**62" if bad else None
     if isinstance(t, TensorType):
         for d in shape:
-            if is_int(d) and d < 0:
-                return f"has dim {d}, not >= 0"
+            if is_int(d) and not 0 <= d <= INT_LIMIT:
+                return f"has dim {short(d)}, not an int in 0 .. 2**62"
             p = EXPR.problem(d)
             if p is not None:
                 return f"has a dim that {p}"

@@ -146,6 +146,8 @@ def replace_uses(body: list, alias: dict, dead_tiles: set) -> list:
 
 
 def _resolve(alias: dict, v):
-    while v in alias:
+    seen = set()
+    while v in alias and v not in seen:     # a cycle (a hand-made file) ends, never hangs
+        seen.add(v)
         v = alias[v]
     return v

@@ -25,11 +25,16 @@ def budget(share: float) -> int:
     return max(1, round(TOTAL * share))
 
 
-def cases(share: float) -> list:
-    """Case indices for one kind of case, the later ones marked slow."""
-    n = budget(share)
-    fast = max(1, round(n * FAST_SHARE)) if TOTAL <= 400 else 0
+def indices(n: int, fast: int) -> list:
+    """Case indices 0 .. n-1, those from `fast` on marked slow."""
     return [i if i < fast else pytest.param(i, marks=pytest.mark.slow) for i in range(n)]
+
+
+def cases(share: float, fast_share: float = FAST_SHARE) -> list:
+    """Case indices for one kind of case, the later ones marked slow (all of them when a
+    budget was asked for: `make fuzz` runs everything anyway)."""
+    n = budget(share)
+    return indices(n, round(n * fast_share) if TOTAL <= 400 else 0)
 
 
 @pytest.fixture(scope="session")

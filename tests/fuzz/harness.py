@@ -161,16 +161,16 @@ def subprocess_run(tool: str, *args, timeout: float = 120.0, env: dict | None = 
 
 
 def feed(level: str, data: bytes, folder: str, name: str = "case.ir", runner=in_process,
-         tool: str | None = None) -> Outcome:
-    """Write data to folder/name and give it to the tool that reads `level`."""
+         tool: str | None = None, options: tuple | None = None) -> Outcome:
+    """Write data to folder/name and give it to the tool that reads `level` (or to `tool`,
+    with `options` instead of the reader's)."""
     path = os.path.join(folder, name)
     with open(path, "wb") as f:
         f.write(data)
     t, opts = READER[level]
-    if tool is not None and tool != t:
-        t, opts = tool, READER["code"][1] if tool == "run" else ()
-    bind = []
-    return runner(t, path, *opts, *bind, "-o", os.devnull, env=dict(CASE_LIMITS))
+    t = tool or t
+    opts = opts if options is None else options
+    return runner(t, path, *opts, "-o", os.devnull, env=dict(CASE_LIMITS))
 
 
 def keep_failure(level: str, data: bytes, label: str) -> str:
