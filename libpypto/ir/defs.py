@@ -24,7 +24,8 @@ def check_op(op, where: str, err) -> bool:
                 "module": "top-level op"}[where]
         err(f"unknown {what} {short(op.name)}")
         return False
-    problem = _shape_problem(op, d) or check_fields(op.attrs, d.attrs) or _loc_problem(op.loc)
+    problem = _shape_problem(op, d) or check_fields(op.attrs, d.attrs) or \
+        _offsets_problem(op.attrs) or _loc_problem(op.loc)
     if problem:
         err(f"{op.name} {problem}")
         return False
@@ -33,6 +34,19 @@ def check_op(op, where: str, err) -> bool:
         d.verify(op, lambda m: bad.append(m) or err(m))
         return not bad
     return True
+
+
+OFFSETS = ("offsets", "out_offsets", "region_offsets")
+
+
+def _offsets_problem(attrs: dict) -> str | None:
+    """Offsets into a tensor or a tile are never negative where they are plain ints (an
+    expression's value is checked where it is bound)."""
+    for key in OFFSETS:
+        bad = [o for o in attrs.get(key, ()) if is_int(o) and o < 0]
+        if bad:
+            return f"{key} holds the negative offset {bad[0]}"
+    return None
 
 
 def _loc_problem(loc) -> str | None:

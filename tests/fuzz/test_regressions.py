@@ -50,3 +50,22 @@ def test_process(seeds, case_dir, index):
     kind, data = mutate.mutate_bytes(seed.data, random.Random(f"process-{index}"))
     o = harness.feed(seed.level, data, case_dir, runner=harness.subprocess_run)
     assert o.problem() is None, f"{seed.name} {kind}: {o.problem()}\n{o.stderr}"
+
+
+NATIVE = sorted((harness.REGRESSIONS / "native").glob("*.ir"))
+
+
+@pytest.mark.slow
+@pytest.mark.needs_cc
+@pytest.mark.xfail(strict=True, reason="open: a program's tload or tstore may reach outside its "
+                   "GM tensor in the C backend when the file's offsets disagree with the task's "
+                   "footprint (needs the footprints re-derived from the programs and checked "
+                   "against the tensors before native code runs)")
+@pytest.mark.parametrize("path", NATIVE, ids=[f.name for f in NATIVE])
+def test_native_regression(path, case_dir):
+    """Files that crash native code (found by the fuzzer, not fixed yet): pypto-run with the
+    C backend, as a process."""
+    level = path.name.rsplit(".", 2)[-2]
+    o = harness.feed(level, path.read_bytes(), case_dir, runner=harness.subprocess_run,
+                     tool="run", options=("--threads", "2"))
+    assert o.problem() is None, f"{path.name}: {o.problem()}\n{o.stderr}"
