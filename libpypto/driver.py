@@ -13,7 +13,7 @@ import sys
 import threading
 from contextlib import contextmanager
 
-from .errors import CompileError, InputError, PyptoError, UsageError
+from .errors import CompileError, InputError, LimitError, PyptoError, UsageError
 from .ir.core import VERSION, Document, level_index
 from .ir.verify import verify_or_raise
 
@@ -43,6 +43,8 @@ def parse_ir(data: bytes, source: str = "<input>") -> Document:
                              f"'pypto-ir ...' or an op file ending in .py)")
         try:
             doc = text.parse_doc(s)
+        except LimitError as exc:
+            raise LimitError(f"{source}: {exc}") from None
         except text.TextError as exc:
             raise InputError(f"{source}: {exc}") from None
         except ValueError as exc:

@@ -39,6 +39,13 @@ class InputError(PyptoError):
     exit_code = 2
 
 
+class LimitError(PyptoError):
+    """A request beyond a resource limit (exit 2: change the request or raise the limit);
+    the limits are in libpypto/analysis/limits.py and libpypto/ir/limits.py."""
+
+    exit_code = 2
+
+
 class UsageError(PyptoError):
     """Bad command-line usage: unknown pass, malformed option, missing binding."""
 

@@ -14,7 +14,7 @@ from math import gcd
 
 import numpy as np
 
-from ..errors import PyptoError
+from ..errors import InputError, PyptoError
 from ..ir import expr as E
 from .limits import require
 
@@ -213,8 +213,9 @@ def _dependencies(boxes: list, first: list, shapes: list, total: int) -> list:
                 for i, cells in enumerate(fl):
                     prev = last_w[gm][cells]
                     if ((prev >= base) & (prev != base + i)).any():
-                        raise PyptoError("internal error: instances of one task write "
-                                         "overlapping regions")
+                        raise InputError(f"the instances of one task write overlapping "
+                                         f"regions of GM tensor {gm} (a task's write "
+                                         f"footprints must be disjoint)")
                     last_w[gm][cells] = base + i
                     for c in cells.tolist():
                         rd.pop(c, None)

@@ -1,17 +1,13 @@
 """Resource limits, checked before the work they bound: what a file or a binding asks for
 never hangs the machine or allocates past its memory. Each can be raised through the
-environment (PYPTO_MAX_<NAME>=N) by whoever runs the tools."""
+environment (PYPTO_MAX_<NAME>=N) by whoever runs the tools. The limits on what a file may
+hold (nesting, expression size) are checked while it is read: libpypto/ir/limits.py."""
 from __future__ import annotations
 
 import os
 
-from ..errors import PyptoError
-
-
-class LimitError(PyptoError):
-    """A request beyond a resource limit (exit 2: change the request or raise the limit)."""
-
-    exit_code = 2
+from ..errors import LimitError  # noqa: F401  (raised here; defined on the ground floor)
+from ..ir.limits import env_limit
 
 
 def _memory() -> int:
@@ -29,11 +25,7 @@ DEFAULTS = {
 
 
 def limit(name: str) -> int:
-    raw = os.environ.get(f"PYPTO_MAX_{name}")
-    try:
-        return int(raw) if raw else DEFAULTS[name]
-    except ValueError:
-        return DEFAULTS[name]
+    return env_limit(name, DEFAULTS[name])
 
 
 def require(name: str, amount: int, what: str) -> None:

@@ -7,6 +7,7 @@ the input and the command line were saved (crash.py).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -38,7 +39,8 @@ def run_tool(app, prog: str) -> None:
     debug = bool(os.environ.get("PYPTO_DEBUG"))
     crash.forget()
     try:
-        rc = app(prog_name=prog, standalone_mode=False)
+        with _python_warnings(prog):
+            rc = app(prog_name=prog, standalone_mode=False)
         if rc == 130:             # typer reports Ctrl-C as a return value
             raise KeyboardInterrupt
         if isinstance(rc, int) and rc:
@@ -65,6 +67,19 @@ def run_tool(app, prog: str) -> None:
         if debug:
             raise
         _internal_error(prog, exc)
+
+
+@contextlib.contextmanager
+def _python_warnings(prog: str):
+    """A Python warning (numpy's, say) is one `prog: warning: ...` line like ours, not the
+    two lines of Python's own format (restored on the way out: tests run tools in process)."""
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        _say(prog, "warning", f"{category.__name__}: {message}")
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def _internal_error(prog: str, exc: Exception) -> None:

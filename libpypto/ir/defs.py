@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from . import module_ops, tensor_ops, tile_ops
-from .opdef import IDENT, OpDef, check_fields, short
+from .opdef import IDENT, INT_LIMIT, OpDef, check_fields, is_int, short, type_problem
 from .types import ScalarType, TensorType, TileType
 
 OPS: dict[str, OpDef] = {}
@@ -24,7 +24,8 @@ def check_op(op, where: str, err) -> bool:
                 "module": "top-level op"}[where]
         err(f"unknown {what} {short(op.name)}")
         return False
-    problem = _shape_problem(op, d) or check_fields(op.attrs, d.attrs)
+    problem = _shape_problem(op, d) or check_fields(op.attrs, d.attrs) or \
+        _offsets_problem(op.attrs) or _loc_problem(op.loc)
     if problem:
         err(f"{op.name} {problem}")
         return False
@@ -33,6 +34,26 @@ def check_op(op, where: str, err) -> bool:
         d.verify(op, lambda m: bad.append(m) or err(m))
         return not bad
     return True
+
+
+OFFSETS = ("offsets", "out_offsets", "region_offsets")
+
+
+def _offsets_problem(attrs: dict) -> str | None:
+    """Offsets into a tensor or a tile are never negative where they are plain ints (an
+    expression's value is checked where it is bound)."""
+    for key in OFFSETS:
+        bad = [o for o in attrs.get(key, ()) if is_int(o) and o < 0]
+        if bad:
+            return f"{key} holds the negative offset {bad[0]}"
+    return None
+
+
+def _loc_problem(loc) -> str | None:
+    if loc is None or isinstance(loc.file, str) and is_int(loc.line) and \
+            0 <= loc.line <= INT_LIMIT:
+        return None
+    return f"has a bad source location ({short(loc.file)}, line {short(loc.line)})"
 
 
 def _shape_problem(op, d: OpDef) -> str | None:
@@ -51,6 +72,9 @@ def _shape_problem(op, d: OpDef) -> str | None:
             return f"result {i} must be a {kind}, not {r.type}"
         if r.name is not None and not (isinstance(r.name, str) and IDENT.match(r.name)):
             return f"result {i} is named {short(r.name)}, not a name (letters, digits, _)"
+        bad = type_problem(r.type)
+        if bad:
+            return f"result {i} {bad}"
     if len(op.regions) != d.regions:
         return f"has {d.regions} regions, not {len(op.regions)}"
     return None

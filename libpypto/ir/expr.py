@@ -531,12 +531,34 @@ class ExprSyntaxError(ValueError):
 
 
 def parse(text: str) -> Ex:
-    """Parse the infix form written by to_str()."""
+    """Parse the infix form written by to_str(); a LimitError past the limits on an
+    expression's length and nesting (libpypto/ir/limits.py)."""
+    from .limits import limit, over
+    if len(text) > limit("EXPR"):
+        raise over("EXPR", "an expression's length in characters", len(text))
     p = ExprParser(tokenize(text))
-    e = p.expr()
+    e = p.parse()
     if p.peek() is not None:
-        raise ExprSyntaxError(f"unexpected {p.peek()[1]!r} in expression {text!r}")
+        raise ExprSyntaxError(f"unexpected {p.peek()[1]!r} in expression {_cut(text)!r}")
     return e
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def depth(e: Ex, cap: int) -> int:
+    """How deeply e nests (an int or a symbol is 1), counted without recursion; stops
+    counting past cap (returns cap + 1)."""
+    deepest, stack = 0, [(e, 1)]
+    while stack:
+        x, d = stack.pop()
+        if d > cap:
+            return d
+        deepest = max(deepest, d)
+        if isinstance(x, Expr):
+            stack.extend((a, d + 1) for a in x.args if isinstance(a, Expr))
+    return deepest
 
 
 def tokenize(text: str) -> list[tuple[str, str]]:
@@ -545,7 +567,8 @@ def tokenize(text: str) -> list[tuple[str, str]]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m or m.end() == pos:
-            raise ExprSyntaxError(f"bad character {text[pos:].lstrip()[:1]!r} in expression {text!r}")
+            raise ExprSyntaxError(f"bad character {text[pos:].lstrip()[:1]!r} in expression "
+                                  f"{_cut(text)!r}")
         if m.group(1):
             toks.append(("int", m.group(1)))
         elif m.group(2):
@@ -563,7 +586,22 @@ class ExprParser:
             "+": 4, "-": 4, "*": 5, "//": 5, "%": 5}
 
     def __init__(self, toks, pos: int = 0):
+        from .limits import limit
         self.toks, self.pos = toks, pos
+        self.nesting, self.max_depth = 0, limit("EXPR_DEPTH")
+        self.size, self.max_size = 0, limit("EXPR")
+
+    def parse(self) -> Ex:
+        """One expression, refused (LimitError) when it nests past the limit as written
+        (brackets, unary minus) or as built (a long chain of // or %)."""
+        from .limits import over
+        try:
+            e = self.expr()
+        except ZeroDivisionError:
+            raise ExprSyntaxError("division by zero in an expression") from None
+        if depth(e, self.max_depth) > self.max_depth:
+            raise over("EXPR_DEPTH", "an expression's nesting")
+        return e
 
     def peek(self):
         return self.toks[self.pos] if self.pos < len(self.toks) else None
@@ -573,6 +611,10 @@ class ExprParser:
         if t is None:
             raise ExprSyntaxError("expression ends too early")
         self.pos += 1
+        self.size += len(t[1]) + 1        # about the characters of the expression so far
+        if self.size > self.max_size:
+            from .limits import over
+            raise over("EXPR", "an expression's length in characters")
         return t
 
     def expr(self, min_prec: int = 0) -> Ex:
@@ -589,10 +631,22 @@ class ExprParser:
             lhs = _binary(t[1], lhs, rhs)
 
     def unary(self) -> Ex:
+        from .limits import over
+        self.nesting += 1
+        try:
+            if self.nesting > self.max_depth:
+                raise over("EXPR_DEPTH", "an expression's nesting")
+            return self._unary()
+        finally:
+            self.nesting -= 1
+
+    def _unary(self) -> Ex:
         t = self.take()
         if t == ("op", "-"):
             return mul(self.unary(), -1)
         if t[0] == "int":
+            if len(t[1]) > 40:
+                raise ExprSyntaxError(f"an int of {len(t[1])} digits in an expression")
             return int(t[1])
         if t == ("op", "("):
             e = self.expr()
@@ -618,9 +672,11 @@ class ExprParser:
                     for x in args[1:]:
                         r = _minmax(t[1], r, x)
                     return r
-                fn = {"cdiv": cdiv, "select": select}.get(t[1])
+                fn, arity = {"cdiv": (cdiv, 2), "select": (select, 3)}.get(t[1], (None, 0))
                 if fn is None:
                     raise ExprSyntaxError(f"unknown function {t[1]!r} in expression")
+                if len(args) != arity:
+                    raise ExprSyntaxError(f"{t[1]} takes {arity} arguments, not {len(args)}")
                 return fn(*args)
             return sym(t[1])
         raise ExprSyntaxError(f"unexpected {t[1]!r} in expression")

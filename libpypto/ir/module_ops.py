@@ -4,8 +4,9 @@ schedule, the emitted code and the run record.
 """
 from __future__ import annotations
 
-from .opdef import (EXPR, EXPRS, NAT, SPACE, Anything, Bool, Bytes, DictOf, Ident, Int, ListOf,
-                    MapOf, Null, Num, OneOf, OpDef, Str, Text, Tuple, attr, is_int, opt, short)
+from .opdef import (EXPR, EXPRS, INT_LIMIT, NAT, SPACE, Anything, Bool, Bytes, DictOf, Ident,
+                    Int, ListOf, MapOf, Null, Num, OneOf, OpDef, Str, Text, Tuple, attr, is_int,
+                    opt, short)
 
 M = ("module",)
 CORE = Str("vector", "cube", "mixed")
@@ -34,8 +35,7 @@ RUN = {
 
 
 def _positive(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and v == v \
-        and v != float("inf")
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= INT_LIMIT
 
 
 class Positive(Num):
@@ -51,7 +51,7 @@ class PowerOfTwo(Int):
         self.what = "a power of two"
 
     def problem(self, v):
-        return None if is_int(v) and v > 0 and not v & (v - 1) else \
+        return None if is_int(v) and 0 < v <= INT_LIMIT and not v & (v - 1) else \
             f"must be a power of two, not {short(v)}"
 
 

@@ -262,6 +262,32 @@ def short(v) -> str:
     return s if len(s) <= 40 else s[:37] + "..."
 
 
+MAX_RANK = 16               # dims of a tensor or a tile
+
+
+def type_problem(t) -> str | None:
+    """What is wrong with a value's type as read from a file, or None: a tile is in a known
+    space with static dims >= 1; a tensor's dims are ints >= 0 or expressions; every int
+    within INT_LIMIT."""
+    from .types import TensorType, TileType
+    shape = getattr(t, "shape", ())
+    if len(shape) > MAX_RANK:
+        return f"has {len(shape)} dims, more than {MAX_RANK}"
+    if isinstance(t, TileType):
+        if t.space not in SPACES:
+            return f"is in unknown memory space {short(t.space)}"
+        bad = [d for d in shape if not (is_int(d) and 1 <= d <= INT_LIMIT)]
+        return f"has tile dim {short(bad[0])}, not an int in 1 .. 2**62" if bad else None
+    if isinstance(t, TensorType):
+        for d in shape:
+            if is_int(d) and not 0 <= d <= INT_LIMIT:
+                return f"has dim {short(d)}, not an int in 0 .. 2**62"
+            p = EXPR.problem(d)
+            if p is not None:
+                return f"has a dim that {p}"
+    return None
+
+
 DTYPE = Str(*DTYPES)
 SPACE = Str(*SPACES)
 PIPE = Str(*PIPES)

@@ -28,6 +28,7 @@ import json
 import math
 import re
 
+from ..errors import LimitError
 from . import expr as E
 from .core import FORMAT, LEVELS, Document, Loc, Op, Value
 from .text_tables import TAIL_ATTRS, comment_block
@@ -246,11 +247,29 @@ def parse_doc(text: str) -> Document:
     if level not in LEVELS:
         raise TextError(f"line {hdr_idx + 1}: unknown level {level!r} (known: {', '.join(LEVELS)})")
     body_text = "\n" * (hdr_idx + 1) + "\n".join(lines[hdr_idx + 1:])
-    p = _Parser(tokenize(body_text))
+    toks = tokenize(body_text)
+    _check_nesting(toks)
+    p = _Parser(toks)
     doc = Document(level, version=version)
     p.document(doc)
     p.resolve_blobs(doc)
     return doc
+
+
+def _check_nesting(toks) -> None:
+    """Refuse brackets (regions, attribute maps and lists, parentheses) nested past
+    PYPTO_MAX_DEPTH before the parser recurses into them (a LimitError naming the line)."""
+    from .limits import limit, over
+    cap, depth = limit("DEPTH"), 0
+    for kind, s, line in toks:
+        if kind != "op":
+            continue
+        if s in ("{", "[", "("):
+            depth += 1
+            if depth > cap:
+                raise LimitError(f"line {line}: {over('DEPTH', 'the nesting of brackets')}")
+        elif s in ("}", "]", ")"):
+            depth -= 1
 
 
 class _BlobRef:
@@ -477,9 +496,11 @@ class _Parser:
         # hand the expression tokens to the shared expression parser
         p = E.ExprParser(_ExprView(self.toks), self.pos)
         try:
-            e = p.expr()
+            e = p.parse()
         except E.ExprSyntaxError as exc:
             raise self.error(str(exc)) from None
+        except LimitError as exc:
+            raise LimitError(f"line {self.peek()[2]}: {exc}") from None
         self.pos = p.pos
         return e
 
@@ -550,7 +571,10 @@ class _Parser:
             self.take()
             self.take()
             return -math.inf
-        return self.expr()
+        v = self.expr()
+        if isinstance(v, int) and not -(1 << 63) <= v < 1 << 64:
+            raise self.error(f"the int {v} is out of range (a file holds 64-bit ints)", t)
+        return v
 
 
 class _ExprView:

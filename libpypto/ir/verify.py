@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..errors import VerifyError
 from .defs import check_op
 from .module_ops import DOC
-from .opdef import check_fields
+from .opdef import check_fields, is_int
 from .scope import check_scopes
 from .types import TileType
 
@@ -36,10 +36,11 @@ class Diagnostic:
 
 def verify(doc) -> list[Diagnostic]:
     """Check the invariants of doc's level; an empty list means valid."""
-    v = _Verifier()
+    v = _Verifier(doc.attrs.get("target"))
     problem = check_fields(doc.attrs, DOC)
     if problem:
         v.err(f"module {problem}")
+        return v.diags
     if doc.level == "tensor":
         v.tensor_ops(doc.body, set())
     elif doc.level == "run":
@@ -49,6 +50,8 @@ def verify(doc) -> list[Diagnostic]:
     if not v.diags and doc.level != "run":     # well-formed ops: now names and scopes
         graph = next((op.regions[0] for op in doc.body if op.name == "source"), doc.body)
         v.memory_names(graph, doc.attrs.get("params"))
+        if doc.level != "tensor" and not v.diags:
+            v.gm_tensors(doc.body, graph)
         check_scopes(doc, v.err)
     return v.diags
 
@@ -62,9 +65,15 @@ def verify_or_raise(doc, when: str = "") -> None:
         raise VerifyError(f"invalid {doc.level}-level graph{what}: {d.message}{more}", d.loc)
 
 
+NO_TARGET_CAP = 1 << 30      # bytes of one tile when a document carries no target record
+
+
 class _Verifier:
-    def __init__(self):
+    def __init__(self, target=None):
         self.diags: list[Diagnostic] = []
+        buffers = target.get("buffers") if isinstance(target, dict) else None
+        self.caps = {k: n for k, n in buffers.items() if is_int(n)} \
+            if isinstance(buffers, dict) else {}
 
     def err(self, msg: str, loc=None) -> None:
         self.diags.append(Diagnostic(msg, loc))
@@ -107,6 +116,34 @@ class _Verifier:
             self.err("parameters and local tensors need names of their own, and parameters "
                      "belong at the top level")
 
+    def gm_tensors(self, body, graph) -> None:
+        """Each GM tensor is a parameter (same index, role and type as its param op), a local
+        tensor of the graph (same type) or a workspace; a parameter or local has one."""
+        params = {op.result.name: op for op in graph if op.name == "param"}
+        locals_ = {op.result.name: op for top in graph for op in top.walk()
+                   if op.name == "tensor"}
+        seen = set()
+        for op in body:
+            if op.name != "gm":
+                continue
+            a = op.attrs
+            key = ("param", a["param"]) if "param" in a else ("local", a["local"]) \
+                if "local" in a else None
+            if key is None:
+                if not a.get("workspace"):
+                    self.err("gm must be a param, a local tensor or a workspace", op.loc)
+                continue
+            src = (params if key[0] == "param" else locals_).get(key[1])
+            if src is None or key in seen:
+                what = "no" if src is None else "a second"
+                self.err(f"gm is {what} GM tensor for {key[0]} {key[1]!r}", op.loc)
+            elif src.result.type != op.result.type or key[0] == "param" and \
+                    (a.get("index") != src.attrs["index"] or a.get("role") !=
+                     src.attrs.get("role", "input")):
+                self.err(f"gm for {key[0]} {key[1]!r} differs from it ({op.result.type}, "
+                         f"index {a.get('index')}, role {a.get('role')})", op.loc)
+            seen.add(key)
+
     # -- tile level and later ------------------------------------------------------------------
     def module(self, doc) -> None:
         sources = [op for op in doc.body if op.name == "source"]
@@ -117,7 +154,7 @@ class _Verifier:
         self.top(doc.body, doc, top=True)
         if len(sources) == 1 and not self.diags:
             self.gm_params(doc.body, sources[0].regions[0])
-        if doc.level in ("sched", "code"):
+        if doc.level in ("sched", "code") and not self.diags:
             self.schedule(doc)
         if doc.level == "code":
             codes = [op for op in doc.body if op.name == "code"]
@@ -164,7 +201,7 @@ class _Verifier:
             elif op.name in ("kernel", "block", "program"):
                 self.body(op, assigned=op.name != "kernel")
                 if op.name == "block":
-                    self.buffers(op, doc.attrs.get("target", {}))
+                    self.buffers(op)
                 if op.name == "program":
                     self.program(op)
             elif op.name == "task":
@@ -188,7 +225,7 @@ class _Verifier:
         declared = set()
         for top in k.regions[0]:
             for op in top.walk():
-                if op.name == "tile":
+                if op.name == "tile" and len(op.results) == 1:
                     declared.add(op.result)
         for top in k.regions[0]:
             for op in top.walk():
@@ -200,7 +237,13 @@ class _Verifier:
     def instr(self, op, declared: set, assigned: bool, loc) -> None:
         if op.name == "tile":
             t = op.result.type
-            if assigned and t.space in ("any", "gm"):
+            cap = self.caps.get(t.space, max(self.caps.values(), default=NO_TARGET_CAP))
+            if t.padded_nbytes() > cap:
+                where = f"the target's {t.space} buffer" if t.space in self.caps else \
+                    "any buffer of the target" if self.caps else "the limit for a tile"
+                self.err(f"tile {t} needs {t.padded_nbytes():,} B, more than {where} "
+                         f"({cap:,} B)", loc)
+            elif assigned and t.space in ("any", "gm"):
                 self.err(f"tile in space {t.space!r} at block level (run assign-memory)", loc)
             elif assigned and op.attrs.get("addr", 0) % 32:
                 self.err(f"tile address {op.attrs['addr']} is not 32-byte aligned", loc)
@@ -213,8 +256,8 @@ class _Verifier:
         if assigned and "pipe" not in op.attrs:
             self.err(f"{op.name} has no pipe at block level", loc)
 
-    def buffers(self, blk, target: dict) -> None:
-        caps = target.get("buffers", {}) if isinstance(target, dict) else {}
+    def buffers(self, blk) -> None:
+        caps = self.caps
         for space, n in (blk.attrs.get("buffers") or {}).items():
             if space in caps and n > caps[space]:
                 self.err(f"block uses {n} B of {space} but the target has {caps[space]} B",
@@ -236,6 +279,23 @@ class _Verifier:
         for d in op.attrs["after"]:
             if not d < ntask:
                 self.err(f"task depends on {d!r}, which is not an earlier task", op.loc)
+        self.footprints(op)
+
+    def footprints(self, op) -> None:
+        """A task's tensors are GM tensors; its read and write boxes name one of them by
+        position and bound every dim of it."""
+        for i, v in enumerate(op.operands):
+            if v.owner is None or v.owner.name != "gm":
+                self.err(f"task operand {i} is not a GM tensor (a gm op's result)", op.loc)
+                return
+        for key in ("reads", "writes"):
+            for j, (t, lo, hi) in enumerate(op.attrs[key]):
+                if t >= len(op.operands):
+                    self.err(f"task {key}[{j}] names tensor {t}, but the task has "
+                             f"{len(op.operands)}", op.loc)
+                elif not len(lo) == len(hi) == op.operands[t].type.rank:
+                    self.err(f"task {key}[{j}] has bounds of {len(lo)} and {len(hi)} dims "
+                             f"for a tensor of {op.operands[t].type.rank}", op.loc)
 
     def schedule(self, doc) -> None:
         scheds = [op for op in doc.body if op.name == "schedule"]
@@ -258,4 +318,9 @@ class _Verifier:
         if len(runs) != 1 or len(doc.body) != 1:
             self.err(f"expected one run op, found {len(runs)}")
             return
-        self.check(runs[0], "module")
+        if not self.check(runs[0], "module"):
+            return
+        a = runs[0].attrs
+        bad = [e[0] for e in a["events"] if e[0] >= len(a["tasks"])]
+        if bad:
+            self.err(f"run event of task {bad[0]}, but the record has {len(a['tasks'])} tasks")

@@ -25,6 +25,7 @@ def share_loads(body: list, grid: list) -> list:
     loaded: dict = {}        # gm -> {footprint key + tile type: tile loaded from there}
     alias: dict = {}
     dead_tiles: set = set()
+    kept: set = set()        # tiles of the loads kept: never aliased away (a tile loaded twice)
     out: list = []
     for op in body:
         op.operands = [alias.get(v, v) for v in op.operands]
@@ -37,10 +38,11 @@ def share_loads(body: list, grid: list) -> list:
             dst = op.operands[0]
             seen = loaded.setdefault(op.operands[1], {})
             key = access_key(op, grid) + (dst.type,)
-            if key in seen:
+            if key in seen and dst not in kept:
                 alias[dst] = seen[key]
                 dead_tiles.add(dst)
                 continue
             seen[key] = dst
+            kept.add(dst)
         out.append(op)
     return replace_uses(out, alias, dead_tiles)

@@ -43,6 +43,8 @@ def forward_body(body: list, grid: list) -> list:
             src = stored.get(op.operands[1], {}).get(access_key(op, grid))
             if src is not None:
                 dst = op.operands[0]
+                if src is dst:          # loading back what the tile holds: nothing to do
+                    continue
                 if src.type == dst.type or (dst in only_stored and src.type.space in
                                             ("ub", "l0c")):
                     alias[dst] = src

@@ -39,7 +39,7 @@ def prepare(doc, given: dict, env: dict, seed: int = 0) -> dict[str, np.ndarray]
     shapes = {p: concrete_shape(t, env) for p, t in types.items()}
     for p, shape in shapes.items():
         if any(d < 0 for d in shape):
-            raise InputError(f"{p} would have the negative shape {list(shape)}")
+            raise InputError(f"parameter {p} would have the negative shape {list(shape)}")
     # the parameters, their reference copies and the reference's temporaries
     require("BYTES", 3 * sum(int(np.prod(s, dtype=object)) * types[p].dtype.itemsize
                              for p, s in shapes.items()), "the data of this run, in bytes")

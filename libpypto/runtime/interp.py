@@ -52,9 +52,11 @@ def cast_array(x: np.ndarray, dt) -> np.ndarray:
     if is_float(x.dtype) and target.kind in "iu":
         with np.errstate(all="ignore"):
             return np.rint(x.astype(np.float32)).astype(target)
-    if is_float(x.dtype) and is_float(target) and x.dtype.itemsize < 4 and target.itemsize < 4:
-        return x.astype(np.float32).astype(target)
-    return x.astype(target)
+    with np.errstate(all="ignore"):        # out of range: inf or wrapped, as the C casts
+        if is_float(x.dtype) and is_float(target) and x.dtype.itemsize < 4 and \
+                target.itemsize < 4:
+            return x.astype(np.float32).astype(target)
+        return x.astype(target)
 
 
 def elementwise(name: str, args: list, scalar=None, side: str = "rhs"):
@@ -93,6 +95,13 @@ class _Interp:
 
     def ev(self, e):
         return int(E.evaluate(e, self.env))
+
+    def offsets(self, op) -> list:
+        """An op's offsets for the bound sizes; a negative one is an error at its line."""
+        offs = [self.ev(o) for o in op.attrs["offsets"]]
+        if any(o < 0 for o in offs):
+            raise PyptoError(f"{op.name} offsets {offs} are negative for these sizes", op.loc)
+        return offs
 
     def region(self, ops) -> None:
         for op in ops:
@@ -164,7 +173,7 @@ class _Interp:
     # views and writes
     def op_view(self, op):
         src, src_valid = self.get(op.operands[0])
-        offs = [self.ev(o) for o in op.attrs["offsets"]]
+        offs = self.offsets(op)
         shape = [self.ev(s) for s in op.attrs["shape"]]
         out = np.zeros(shape, src.dtype)
         region = tuple(slice(o, min(o + s, d)) for o, s, d in zip(offs, shape, src.shape))
@@ -181,7 +190,7 @@ class _Interp:
     def op_assemble(self, op):
         src, valid = self.get(op.operands[0])
         dst = self.get(op.operands[1])[0]
-        offs = [self.ev(o) for o in op.attrs["offsets"]]
+        offs = self.offsets(op)
         ext = [min(v if valid else s, d - o)
                for v, s, d, o in zip(valid or src.shape, src.shape, dst.shape, offs)]
         if any(e <= 0 for e in ext):
