@@ -340,3 +340,37 @@ def profile(doc: Document, **opts):
     if doc.level != "run":
         doc = run(doc)
     return prof(doc, **opts)
+
+
+# -- Pro mode ---------------------------------------------------------------------------------
+
+PRO_ARCH_TARGET = {"a2": "a2", "a3": "a3", "a5": "950", "950": "950"}
+
+
+def pro_trace(k, static: dict | None = None, key: dict | None = None) -> Document:
+    """A Pro kernel (libpypto.prolang.ProKernel) traced into its block-level document for
+    STATIC sizes and TilingKey values, its buffer plan checked against the kernel's arch
+    (default a2), verified."""
+    from .targets import load_target
+    target = load_target(PRO_ARCH_TARGET[k.options["arch"]])
+    buffers = dict(target["buffers"])
+    doc = k.trace(static or {}, key or {}, buffers)
+    doc.attrs["target"] = target.record()
+    verify_or_raise(doc, "made by the Pro front end")
+    return doc
+
+
+def pro_launch(doc: Document, arrays: dict, scalars: dict, block_dim: int,
+               threads: int | None = None, check: bool = True) -> dict:
+    """Run a Pro kernel's document on the host (libpypto.runtime.pro_exec): arrays by
+    parameter name (written in place), scalars by program scalar name (DYNAMIC dims are
+    taken from the arrays)."""
+    from .runtime.pro_exec import run as pro_run
+    from .targets import host_cpus
+    env = dict(scalars)
+    for op in doc.body:
+        if op.name == "gm":
+            for axis, d in enumerate(op.result.type.shape):
+                if not isinstance(d, int):
+                    env[str(d)] = int(arrays[op.attrs["param"]].shape[axis])
+    return pro_run(doc, arrays, env, block_dim, threads or host_cpus(), check)

@@ -6,6 +6,7 @@ about the program (c_plan.py does).
 """
 from __future__ import annotations
 
+from ..errors import PyptoError
 from ..ir import expr as E
 from . import c_text as c
 
@@ -290,3 +291,11 @@ class MoreInstrs:
         self.emit("}")
         self.depth -= 1
         self.emit("}")
+
+    def i_sync(self, op) -> None:
+        """Synchronisation (libpypto/ir/pro_ops.py): a program run in order on one thread
+        already honours it, so it prints as a comment; cross-core events need the Pro runner."""
+        if op.name in ("cross_set", "cross_wait"):
+            raise PyptoError(f"C backend: {op.name} (a cross-core event) runs only on the Pro "
+                             f"runner", op.loc)
+        self.emit(f"/* {op.name}: ordered by program order */")

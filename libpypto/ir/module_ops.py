@@ -80,6 +80,7 @@ DOC = {
     "constraints": attr(ListOf(Tuple(Ident(), EXPR))),
     "consts": attr(MapOf(Ident(), OneOf(Num(), Bool(), Text(), Null()))),
     "target": opt(TARGET),
+    "pro": opt(MapOf(Ident(), Anything())),      # a Pro kernel's launch facts (prolang)
 }
 
 

@@ -200,3 +200,8 @@ def tmatmul(acc, a, b, init, k_valid) -> None:
     k = max(0, min(int(k_valid), a.shape[1]))
     prod = work(a[:, :k]) @ work(b[:k, :])
     _put(acc, prod if init else work(acc) + prod)
+
+
+def tsync(**_attrs) -> None:
+    """Synchronisation instructions (libpypto/ir/pro_ops.py): no-ops in program order; the
+    Pro runner (pro_exec.py) gives them their meaning between pipes and cores."""

@@ -1,0 +1,154 @@
+"""Pro mode errors: the buffer plan (alignment, capacity, overlapping live tiles), misuse of
+ops and sections, and the race and sync checker (every dropped sync is caught)."""
+from __future__ import annotations
+
+import importlib.util
+import textwrap
+
+import numpy as np
+import pytest
+
+from libpypto.errors import CompileError
+from libpypto.runtime.pro_check import SyncError
+
+HEAD = """\
+import libpypto.pro as pl
+F32 = pl.DT_FP32
+MTE2, MTE3, V = pl.PipeType.MTE2, pl.PipeType.MTE3, pl.PipeType.V
+TT = pl.TileType(shape=[8, 64], dtype=F32, target_memory=pl.MemorySpace.Vec)
+
+def sync(src, dst, ev=0):
+    pl.system.sync_src(set_pipe=src, wait_pipe=dst, event_id=ev)
+    pl.system.sync_dst(set_pipe=src, wait_pipe=dst, event_id=ev)
+
+@pl.jit
+def k(x: pl.Tensor[[pl.DYNAMIC, 64], F32], y: pl.Tensor[[pl.DYNAMIC, 64], F32]):
+"""
+HEAD_LINES = HEAD.count("\n")
+
+COPY = """\
+a = pl.make_tile(TT, addr=0)
+b = pl.make_tile(TT, addr=2048)
+with pl.section_vector():
+    for t in pl.range(pl.get_block_idx(), x.shape[0] // 8, pl.get_block_num()):
+        pl.load(a, x, [t * 8, 0])
+        sync(MTE2, V)
+        pl.exp(b, a)
+        sync(V, MTE2, 1)
+        sync(V, MTE3)
+        pl.store(y, b, [t * 8, 0])
+        sync(MTE3, V)
+"""
+
+
+def kernel(tmp_path, body: str, name="k"):
+    path = tmp_path / "op.py"
+    path.write_text(HEAD + textwrap.indent(body, "    "))
+    spec = importlib.util.spec_from_file_location(f"op_{abs(hash(body))}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, name)
+
+
+def launch(k, n=32, block_dim=2):
+    x = np.linspace(-1, 1, n * 64, dtype=np.float32).reshape(n, 64)
+    y = np.zeros_like(x)
+    k[block_dim](x, y)
+    return x, y
+
+
+def test_the_synced_copy_runs(tmp_path):
+    x, y = launch(kernel(tmp_path, COPY))
+    assert np.array_equal(y, np.exp(x))
+
+
+@pytest.mark.parametrize("drop,pipes", [
+    ("sync(MTE2, V)", ("MTE2", "V")), ("sync(V, MTE3)", ("V", "MTE3")),
+    ("sync(V, MTE2, 1)", ("V", "MTE2")), ("sync(MTE3, V)", ("MTE3", "V"))])
+def test_every_dropped_sync_is_a_race(tmp_path, drop, pipes):
+    body = COPY.replace(f"        {drop}\n", "")
+    with pytest.raises(SyncError) as e:
+        launch(kernel(tmp_path, body), n=64, block_dim=2)
+    msg = str(e.value)
+    assert "race" in msg and f"on {pipes[0]}" in msg and f"on {pipes[1]}" in msg
+    assert f"set_pipe=pl.PipeType.{pipes[0]}, wait_pipe=pl.PipeType.{pipes[1]}" in msg
+    assert msg.startswith("op.py:")
+
+
+def test_race_message_names_tile_and_lines(tmp_path):
+    body = COPY.replace("        sync(MTE2, V)\n", "")
+    with pytest.raises(SyncError) as e:
+        launch(kernel(tmp_path, body))
+    load_line = HEAD_LINES + 5
+    assert f"tload on MTE2 (op.py:{load_line})" in str(e.value)
+    assert "tile t0" in str(e.value)
+
+
+def test_checker_can_be_skipped(tmp_path):
+    k = kernel(tmp_path, COPY.replace("        sync(MTE2, V)\n", ""))
+    k.check = False
+    x, y = launch(k)
+    assert np.array_equal(y, np.exp(x))        # program order on the host
+
+
+def test_wait_without_set_and_set_never_waited(tmp_path):
+    wait = COPY.replace("        sync(MTE2, V)\n",
+                        "        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=V, event_id=3)\n")
+    with pytest.raises(SyncError, match="has no sync_src before it"):
+        launch(kernel(tmp_path, wait))
+    never = COPY.replace("        sync(MTE3, V)\n", "        sync(MTE3, V)\n"
+                         "        pl.system.sync_src(set_pipe=V, wait_pipe=MTE2, event_id=5)\n")
+    with pytest.raises(SyncError, match="is never waited"):
+        launch(kernel(tmp_path, never))
+
+
+@pytest.mark.parametrize("body,msg", [
+    ("a = pl.make_tile(TT, addr=16)\n", "not 32-byte aligned"),
+    ("a = pl.make_tile(TT, addr=196608 - 1024)\n", "does not fit the 196608-byte Vec"),
+    ("a = pl.make_tile(pl.TileType(shape=[8, 4], dtype=F32), addr=0)\n", "not a multiple of 32"),
+    ("a = pl.make_tile(TT, addr=0, size=16)\n", "less than the tile's 2048 bytes"),
+    ("g = pl.make_tile_group(type=TT, addrs=[0, 1024], mutex_ids=[0, 1])\n", "slots overlap"),
+    ("g = pl.make_tile_group(type=TT, addrs=0)\n", "needs mutex_ids"),
+    ("a = pl.make_tile(pl.TileType(shape=[8, 64], dtype=F32, target_memory="
+     "pl.MemorySpace.Left), addr=256)\n", "not 512-byte aligned"),
+])
+def test_buffer_plan_errors(tmp_path, body, msg):
+    with pytest.raises(CompileError, match=msg) as e:
+        launch(kernel(tmp_path, body))
+    assert str(e.value).startswith(f"op.py:{HEAD_LINES + 1}:")
+
+
+def test_overlapping_live_tiles(tmp_path):
+    body = COPY.replace("b = pl.make_tile(TT, addr=2048)", "b = pl.make_tile(TT, addr=1024)")
+    with pytest.raises(CompileError, match=r"tiles t0 \(line \d+\) and t1 .* overlap"):
+        launch(kernel(tmp_path, body))
+
+
+def test_reused_address_after_last_use_is_fine(tmp_path):
+    body = COPY.replace("        sync(MTE3, V)\n", "        sync(MTE3, V)\n"
+                        "        c = pl.make_tile(TT, addr=0)\n"
+                        "        pl.expands(c, 1.0)\n        sync(V, MTE2, 2)\n")
+    launch(kernel(tmp_path, body))
+
+
+@pytest.mark.parametrize("body,msg", [
+    ("a = pl.make_tile(TT, addr=0)\npl.load(a, x, [0, 0])\nwith pl.section_vector():\n"
+     "    pass\n", "outside pl.section_vector"),
+    ("m = pl.make_tile(pl.TileType(shape=[8, 64], dtype=F32, target_memory=pl.MemorySpace.Mat),"
+     " addr=0)\nwith pl.section_vector():\n    pl.exp(m, m)\n", "is a vector op: tile t0 is in Mat"),
+    ("a = pl.make_tile(TT, addr=0)\nb = pl.make_tile(pl.TileType(shape=[8, 32], dtype=F32), "
+     "addr=4096)\nwith pl.section_vector():\n    pl.add(a, a, b)\n", "different shapes"),
+    ("a = pl.make_tile(TT, addr=0)\nb = pl.make_tile(pl.TileType(shape=[8, 64], dtype="
+     "pl.DT_FP16), addr=4096)\nwith pl.section_vector():\n    pl.add(a, a, b)\n",
+     "different dtypes"),
+    ("a = pl.make_tile(TT, addr=0)\nwith pl.section_vector():\n    n = 0\n"
+     "    while n < 2:\n        n += 1\n", "while is not supported"),
+    ("a = pl.make_tile(TT, addr=0)\nwith pl.section_vector():\n"
+     "    pl.system.sync_src(set_pipe=MTE2, wait_pipe=V, event_id=16)\n", "event_id must be"),
+    ("a = pl.make_tile(TT, addr=0)\nwith pl.section_vector():\n"
+     "    if x.shape[0]:\n        pass\n    bool(x.shape[0] > 1) and 1\n", "truth value"),
+])
+def test_misuse_errors(tmp_path, body, msg):
+    with pytest.raises(CompileError, match=msg) as e:
+        launch(kernel(tmp_path, body))
+    assert str(e.value).startswith("op.py:")

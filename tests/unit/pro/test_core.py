@@ -1,0 +1,141 @@
+"""Pro mode core: @pl.jit, launches, parameters, block index, tiles, movement, vector ops,
+runtime loops and branches, valid-shape tails, the compile cache, thread-count invariance."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import libpypto.pro as pl
+from libpypto.errors import CompileError, UsageError
+
+from . import kernels as K
+
+RNG = np.random.default_rng(7)
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def test_language_alias_is_the_same_module():
+    import libpypto.pro.language as pl2
+    assert pl2 is pl
+    assert pl2.jit is pl.jit and pl.Tensor is pl2.Tensor
+
+
+@pytest.mark.parametrize("n,block_dim", [(64, 4), (37, 3), (16, 1), (100, 9), (5, 2)])
+def test_vadd_bit_exact_with_tails(n, block_dim):
+    x, y = rand(n, 256), rand(n, 256)
+    big = np.full((n + 3, 256), 7.0, np.float32)
+    z = big[:n]                       # rows past the tensor's end must stay untouched
+    K.vadd[block_dim](x, y, z)
+    assert np.array_equal(z, x + y)
+    assert (big[n:] == 7.0).all()
+
+
+def test_dynamic_dims_never_recompile():
+    before = K.vadd.compiles
+    for n in (48, 17, 3):
+        x, y = rand(n, 256), rand(n, 256)
+        z = np.zeros_like(x)
+        K.vadd[2](x, y, z)
+        assert np.array_equal(z, x + y)
+    assert K.vadd.compiles - before <= 1
+
+
+def test_launch_forms():
+    x, y = rand(32, 256), rand(32, 256)
+    for launch in (K.vadd, K.vadd[3], K.vadd[None, 3], K.vadd[object(), 2]):
+        z = np.zeros_like(x)
+        launch(x, y, z)
+        assert np.array_equal(z, x + y)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_block_dim_must_be_positive(bad):
+    x = rand(16, 256)
+    with pytest.raises(UsageError, match="block_dim"):
+        K.vadd[bad](x, x, np.zeros_like(x))
+
+
+def test_launch_argument_errors():
+    x = rand(16, 256)
+    with pytest.raises(UsageError, match="takes 3 arguments"):
+        K.vadd[1](x, x)
+    with pytest.raises(UsageError, match="dtype float64"):
+        K.vadd[1](x.astype(np.float64), x, x)
+    with pytest.raises(UsageError, match="dim 1 is 128"):
+        K.vadd[1](rand(16, 128), x, x)
+    with pytest.raises(UsageError, match=r"\[stream, block_dim"):
+        K.vadd[None, 1, None, None]
+
+
+def test_block_index_and_counts():
+    out = np.full((5, 8), -1, np.int32)
+    K.blockid[5](out)
+    want = np.array([b * 1000 + 50 + 100 for b in range(5)], np.int32)
+    assert (out[:, 0] == want).all()
+
+
+def test_static_dims_scalars_and_branches():
+    before = K.scaled.compiles
+    for n in (32, 32, 48):
+        x = rand(n, 64)
+        y = np.zeros_like(x)
+        K.scaled(x, y, 3, 0.5)
+        t = np.arange(n)[:, None] // 8
+        want = np.where(t % 2 == 0, x * np.float32(0.5),
+                        np.where(t == 1, x + np.float32(3), x - np.float32(3)))
+        assert np.array_equal(y, want.astype(np.float32))
+    assert K.scaled.compiles - before == 2          # one per STATIC size
+    assert K.scaled.name == "static_scale"
+
+
+def test_scalar_argument_types():
+    x = rand(8, 64)
+    with pytest.raises(UsageError, match="must be an int"):
+        K.scaled(x, x, 1.5, 0.5)
+    with pytest.raises(UsageError, match="must be a number"):
+        K.scaled(x, x, 1, "a")
+
+
+def test_double_buffered_fp16_groups():
+    for n in (100, 16, 7):
+        x, y = rand(n, 128, dtype=np.float16), rand(n, 128, dtype=np.float16)
+        z = np.zeros_like(x)
+        K.vadd_groups[3](x, y, z)
+        assert np.array_equal(z, (x.astype(np.float32) + y.astype(np.float32))
+                              .astype(np.float16))
+
+
+def test_group_slots_rotate_at_run_time():
+    doc = K.vadd_groups.last_doc or K.vadd_groups.compile({}, {})
+    from libpypto.ir import text
+    listing = text.print_doc(doc)
+    assert 'tile {addr=((i0 - g0) // block_num % 2)*8192, name="g0"}' in listing or \
+        "% 2)*4096" in listing
+    assert "mutex_lock" in listing
+
+
+def test_results_do_not_depend_on_threads():
+    x, y = rand(200, 256), rand(200, 256)
+    outs = []
+    for threads in (1, 2, 5):
+        K.vadd.threads = threads
+        z = np.zeros_like(x)
+        K.vadd[7](x, y, z)
+        outs.append(z.tobytes())
+    K.vadd.threads = None
+    assert len(set(outs)) == 1
+
+
+def test_jit_options_and_errors():
+    with pytest.raises(CompileError, match="arch"):
+        pl.jit(arch="a9")(K.vadd.fn)
+    k = pl.jit(arch="a5")(K.vadd.fn)
+    assert k.options["arch"] == "a5"
+    x = rand(16, 256)
+    z = np.zeros_like(x)
+    k[1](x, x, z)
+    assert np.array_equal(z, x + x)
+    assert k.last_doc.attrs["target"]["name"] == "950"
