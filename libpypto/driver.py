@@ -189,7 +189,7 @@ def trace(path: str, kernel: str | None = None, consts: dict | None = None,
                          f"tools (pypto-lower, pypto-run, ...)")
     with deadline(f"importing {os.path.basename(path)}"):
         module = load_op_file(path)
-    kernels = find_kernels(module)
+    kernels = find_kernels(module) + _pro_kernels(module)
     if not kernels:
         raise CompileError(f"{os.path.basename(path)} defines no @pypto.jit kernel")
     if kernel is None:
@@ -205,6 +205,11 @@ def trace(path: str, kernel: str | None = None, consts: dict | None = None,
             raise UsageError(f"no kernel {kernel!r} in {os.path.basename(path)} (kernels: {names})")
         k = found[0]
     with deadline(f"tracing {k.name}"):
+        if _is_pro(k):
+            doc = pro_trace(k, bind, consts)
+            doc.golden = getattr(module, f"reference_{k.name}", None) or \
+                getattr(module, "reference", None)
+            return doc
         return k.trace(consts or {}, bind or {}, target_for(None, target) if target else None)
 
 
@@ -221,6 +226,9 @@ def lower(doc: Document, pipeline: str | None = None, target=None, instrument=No
     """Run a pass pipeline (default: the rest of the standard lowering to exec)."""
     from .passes.pipeline import default_pipeline, parse_pipeline, run_pipeline
     _require_at_most(doc, "exec", "pypto-lower")
+    if is_pro(doc):     # a Pro kernel is written at the block level: verified, passed through
+        verify_or_raise(doc, "given to pypto-lower")
+        return doc
     tgt = target_for(doc, target)
     specs = parse_pipeline(pipeline) if pipeline else default_pipeline(doc.level, "exec")
     return run_pipeline(doc, specs, tgt, instrument)
@@ -271,6 +279,9 @@ def schedule(doc: Document, target=None, bind: dict | None = None) -> Document:
     from .sched import schedule as sched
     _require_at_most(doc, "sched", "pypto-sched")
     tgt = target_for(doc, target)
+    if is_pro(doc):     # task order only: a Pro kernel's launch size is its block_dim
+        return sched(_strip(doc, "exec", ("schedule",)) if doc.level == "sched" else doc,
+                     tgt, None)
     doc = to_exec(doc, tgt)
     if doc.level in ("sched",):
         doc = _strip(doc, "exec", ("schedule",))
@@ -294,6 +305,11 @@ def emit(doc: Document, backend: str = "c", target=None) -> Document:
         doc = schedule(doc, target)
     if doc.level == "code":
         doc = _strip(doc, "sched", ("code",))
+    if is_pro(doc) and backend == "c":
+        from .errors import warn
+        warn("the C backend does not take Pro kernels yet: emitting the numpy listing (the Pro "
+             "runner walks the programs)")
+        backend = "numpy"
     return emit_code(doc, backend)
 
 
@@ -308,6 +324,11 @@ def run(doc: Document, backend: str | None = None, target=None, trust_code: bool
     document's programs; trust_code=True runs it as it is (hand-edited C)."""
     from .runtime import code_op, resolve_backend, run_code
     _require_at_most(doc, "code", "pypto-run")
+    if is_pro(doc):
+        from .runtime.pro_run import run_record
+        pro = {k: opts.pop(k) for k in ("block_dim", "expect", "check") if k in opts}
+        opts.pop("repeat", None)
+        return run_record(doc, golden=getattr(doc, "golden", None), **pro, **opts)
     have = code_op(doc).attrs["backend"] if doc.level == "code" else None
     want, notice = resolve_backend(backend or have or "c")
     if want != have:
@@ -374,3 +395,17 @@ def pro_launch(doc: Document, arrays: dict, scalars: dict, block_dim: int,
                 if not isinstance(d, int):
                     env[str(d)] = int(arrays[op.attrs["param"]].shape[axis])
     return pro_run(doc, arrays, env, block_dim, threads or host_cpus(), check)
+
+
+def is_pro(doc: Document) -> bool:
+    return "pro" in doc.attrs
+
+
+def _pro_kernels(module) -> list:
+    from .prolang import ProKernel
+    return [v for v in vars(module).values() if isinstance(v, ProKernel)]
+
+
+def _is_pro(k) -> bool:
+    from .prolang import ProKernel
+    return isinstance(k, ProKernel)

@@ -121,7 +121,14 @@ class ProKernel:
             state._STATE.pop()
         if not t.programs:
             raise CompileError(f"kernel {self.name} has no tile instructions", None)
-        return _document(self, t, scalars, key, target_buffers)
+        doc = _document(self, t, scalars, key, target_buffers)
+        for p in self.tensors:              # STATIC sizes: symbols with their value
+            for axis, d in enumerate(p.spec.shape):
+                sym = f"{p.name}_{axis}"
+                if d is STATIC:
+                    doc.attrs["symbols"][sym] = {"kind": "static", "dims": [[p.name, axis]],
+                                                 "value": int(static[sym])}
+        return doc
 
     def _trace_args(self, static: dict) -> tuple:
         args, scalars = [], [(state.BLOCK_NUM, "i64")]

@@ -15,7 +15,8 @@ EPILOG = examples(
     "pypto-trace examples/softmax.py | pypto-run --bind x_0=4096",
     "pypto-run examples/softmax.py --inputs in.npz --outputs out.npz",
     "pypto-run op.code --input x=x.npy --threads 1 --backend numpy -o run.msgpack",
-    "pypto-run op.code --bind x_0=64 | pypto-prof")
+    "pypto-run op.code --bind x_0=64 | pypto-prof",
+    "pypto-run examples/pro/vadd.py --block-dim 8 --bind x_0=1000      # a Pro kernel")
 
 
 @app.command(epilog=EPILOG)
@@ -29,6 +30,9 @@ def run(
     text: Text = False, kernel: Kernel = None, const: Const = None, target: Target = None,
     version: Version = False,
     sanitize: bool = typer.Option(False, "--sanitize", help="build with AddressSanitizer and UBSan, run in a child process"),
+    block_dim: Optional[int] = typer.Option(None, "--block-dim", help="Pro kernel: the launch's block_dim (default 1)"),
+    expect: Optional[str] = typer.Option(None, "--expect", help="Pro kernel: .npz of the expected outputs by name"),
+    check: Optional[bool] = typer.Option(None, "--check/--no-check", help="Pro kernel: run the race and sync checker (default on)"),
 ) -> None:
     """Run SRC on the host: bind sizes, prepare data, execute, verify; report on stderr."""
     from libpypto.cli.run import run_main
@@ -36,7 +40,7 @@ def run(
     with sanitizing(sanitize):      # compiler.py: a sanitized build runs in a child process
         run_main(src, inputs, input or [], bind or [], seed, outputs, threads,
                  sanitized_backend(sanitize, backend), verify, out, text, repeat, kernel, const,
-                 target)
+                 target, {"block_dim": block_dim, "expect": expect, "check": check})
 
 
 def main() -> None:
