@@ -73,6 +73,13 @@ class ProKernel:
 
     def check_key(self, key: dict | None) -> dict:
         """The launch's TilingKey dict, checked: every field, a listed value, is_valid."""
+        try:
+            return self._check_key(key)
+        except CompileError as exc:
+            exc.loc = exc.loc or Loc(self.file, self.fn.__code__.co_firstlineno)
+            raise
+
+    def _check_key(self, key: dict | None) -> dict:
         if not self.key_fields:
             if key:
                 raise CompileError(f"{self.name} has no tiling_key, but the launch gives {key}")

@@ -31,6 +31,7 @@ HELPERS = ("__pl_branch", "__pl_ifexp", "__pl_logic")
 class _Rewriter(ast.NodeTransformer):
     def __init__(self, file: str):
         self.file = file
+        self.count = 0
 
     def refuse(self, node, what: str):
         raise CompileError(f"{what} is not supported in a Pro kernel body (use pl.range for "
@@ -55,11 +56,38 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_If(self, node):
         self.generic_visit(node)
-        arm = ast.Name("__pl_arm", ast.Load())
-        inner = ast.If(arm, node.body, node.orelse or [ast.Pass()])
-        call = ast.Call(ast.Name("__pl_branch", ast.Load()), [node.test], [])
-        out = ast.For(ast.Name("__pl_arm", ast.Store()), call, [inner], [])
-        return ast.copy_location(out, node)
+        self.count += 1
+        b = f"__pl_b{self.count}"
+        names = sorted(_assigned(node.body + node.orelse))
+        restore = [_parse(f"if {b}.had({n!r}): {n} = {b}.value_before({n!r})") for n in names]
+        done = _parse(f"{b}.done(locals())")
+        inner = ast.If(ast.Name("__pl_arm", ast.Load()), node.body + [done],
+                       restore + (node.orelse or [ast.Pass()]) + [_parse(f"{b}.done(locals())")])
+        head = ast.Assign([ast.Name(b, ast.Store())], ast.Call(
+            ast.Name("__pl_branch", ast.Load()),
+            [node.test, _parse("locals()").value, ast.Constant(tuple(names))], []))
+        loop = ast.For(ast.Name("__pl_arm", ast.Store()), ast.Name(b, ast.Load()), [inner], [])
+        merge = [_parse(f"if {b}.has({n!r}): {n} = {b}.merged({n!r})") for n in names]
+        out = [head, loop] + merge
+        for x in out:
+            ast.copy_location(x, node)
+            for sub in ast.walk(x):
+                if not hasattr(sub, "lineno"):
+                    ast.copy_location(sub, node)
+        return out
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        it = node.iter
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
+                it.func.attr == "range":
+            carried = _carried(node.body)
+            if carried:
+                raise CompileError(
+                    f"{carried[0]!r} is updated from its own value in a pl.range body: the "
+                    f"body is traced once, so it would be updated once, not per iteration "
+                    f"(derive it from the loop variable)", Loc(self.file, node.lineno))
+        return node
 
     def visit_IfExp(self, node):
         self.generic_visit(node)
@@ -81,6 +109,50 @@ class _Rewriter(ast.NodeTransformer):
         call = ast.Call(ast.Name("__pl_logic", ast.Load()),
                         [ast.Constant("not"), _thunk(node.operand)], [])
         return ast.copy_location(call, node)
+
+
+def _parse(src: str):
+    return ast.parse(src).body[0]
+
+
+def _assigned(stmts) -> set:
+    """Names a list of statements assigns (the rewrite's own excluded)."""
+    out = set()
+    for st in stmts:
+        for n in ast.walk(st):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and \
+                    not n.id.startswith("__pl_"):
+                out.add(n.id)
+    return out
+
+
+def _carried(body) -> list:
+    """Names a loop body assigns after reading them first (a loop-carried Python value)."""
+    first: dict = {}
+    for st in body:
+        for n in _in_order(st):
+            if isinstance(n, ast.Name) and not n.id.startswith("__pl_"):
+                first.setdefault(n.id, type(n.ctx).__name__)
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                first.setdefault(n.target.id, "Load")
+    stored = _assigned(body)
+    return sorted(n for n, kind in first.items() if kind == "Load" and n in stored)
+
+
+def _in_order(node):
+    """Nodes in evaluation order, roughly: an assignment's value before its targets."""
+    if isinstance(node, ast.Assign):
+        yield from _in_order(node.value)
+        for t in node.targets:
+            yield from _in_order(t)
+        return
+    if isinstance(node, ast.AugAssign):
+        yield node
+        yield from _in_order(node.value)
+        return
+    yield node
+    for child in ast.iter_child_nodes(node):
+        yield from _in_order(child)
 
 
 def _thunk(expr):

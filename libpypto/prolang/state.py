@@ -68,12 +68,16 @@ class Trace:
 
     # -- where ------------------------------------------------------------------------------
     def loc(self) -> Loc | None:
-        f = sys._getframe(1)
+        """The line of the kernel body being traced (a helper function the body calls is
+        named by its call in the body), else the innermost line of the op file."""
+        f, inner = sys._getframe(1), None
         while f is not None:
             if f.f_code.co_filename == self.source_file:
-                return Loc(self.kernel.file, f.f_lineno)
+                if f.f_code.co_name == self.kernel.fn.__name__:
+                    return Loc(self.kernel.file, f.f_lineno)
+                inner = inner or Loc(self.kernel.file, f.f_lineno)
             f = f.f_back
-        return None
+        return inner
 
     def error(self, msg: str) -> CompileError:
         return CompileError(msg, self.loc())
@@ -218,34 +222,110 @@ def _substitute(ops, env) -> None:
             _substitute(r, env)
 
 
-def branch(cond):
-    """`if cond:` after the rewrite: yields True for the then arm, then False for the else
-    arm. A compile-time condition yields only the arm taken."""
-    if not isinstance(cond, Scalar) or isinstance(cond.e, int):
-        yield bool(cond.e if isinstance(cond, Scalar) else cond)
-        return
-    c = cond.e
-    t = current()
-    prog = t.program("a runtime if")
-    then, other = [], []
-    prog.emit(make("if", (), (), {"cond": c}, [then, other], t.loc()))
-    counts = {g: g.count for g in t.groups}
-    prog.stack.append(then)
-    try:
-        yield True
-    finally:
-        prog.stack.pop()
-    after_then = {g: g.count for g in t.groups}
-    for g in t.groups:
-        g.count = counts.get(g, g.count)
-    prog.stack.append(other)
-    try:
-        yield False
-    finally:
-        prog.stack.pop()
-    for g in t.groups:
-        a, b = after_then.get(g, g.count), g.count
-        g.count = a if a == b else E.select(c, a, b)
+class Branch:
+    """An `if` after the rewrite (rewrite.py): iterating yields True for the then arm, then
+    False for the else arm of a runtime condition (recording an `if` with both), or only the
+    arm taken of a compile-time one. The Python variables the arms assign (`names`) start
+    each arm with their values from before the `if`, and are merged after it: equal values
+    stay, two integer scalars become a select on the condition, anything else that differs
+    is an error (a tile chosen at run time needs a tile group). Tile valid shapes and group
+    counters set in the arms merge the same way."""
+
+    def __init__(self, cond, before: dict, names: tuple):
+        self.cond, self.names = cond, names
+        self.before = {n: before[n] for n in names if n in before}
+        self.arms: list = []
+        self.c = None
+
+    def __iter__(self):
+        cond = self.cond
+        if not isinstance(cond, Scalar) or isinstance(cond.e, int):
+            yield bool(cond.e if isinstance(cond, Scalar) else cond)
+            return
+        yield from self._runtime(current(), cond.e)
+
+    def _runtime(self, t, c):
+        self.c = c
+        prog = t.program("a runtime if")
+        then, other = [], []
+        prog.emit(make("if", (), (), {"cond": c}, [then, other], t.loc()))
+        state0 = _tile_state(t)
+        for region, arm in ((then, True), (other, False)):
+            _set_tile_state(t, state0)
+            prog.stack.append(region)
+            try:
+                yield arm
+            finally:
+                prog.stack.pop()
+            if arm:
+                state1 = _tile_state(t)
+        _merge_tile_state(t, c, state1, _tile_state(t))
+
+    def done(self, local: dict) -> None:
+        self.arms.append({n: local[n] for n in self.names if n in local})
+
+    def had(self, name: str) -> bool:
+        return name in self.before
+
+    def value_before(self, name: str):
+        return self.before[name]
+
+    def has(self, name: str) -> bool:
+        return any(name in a for a in self.arms)
+
+    def merged(self, name: str):
+        vals = [a[name] for a in self.arms if name in a]
+        if len(vals) == 1 or vals[0] is vals[1]:
+            return vals[0]
+        a, b = vals
+        ea, eb = expr_of(a), expr_of(b)
+        if ea is not None and eb is not None:
+            return a if ea == eb else wrap(E.select(self.c, ea, eb))
+        if type(a) is type(b) and a == b:
+            return a
+        raise current().error(f"variable {name!r} gets different values in the two arms of "
+                              f"a runtime if ({a!r} and {b!r}); only integer scalars merge "
+                              f"(a tile chosen at run time needs a tile group)")
+
+
+def _valid_of(x) -> list:
+    """A make_tile tile keeps its valid shape in _valid, a tile group in valid."""
+    return list(x._valid) if hasattr(x, "_valid") else list(x.valid)
+
+
+def _tile_state(t) -> dict:
+    out = {g: ("count", g.count) for g in t.groups}
+    out.update({(x, "valid"): _valid_of(x) for x in t.tiles})
+    return out
+
+
+def _set_tile_state(t, st: dict) -> None:
+    for k, v in st.items():
+        if isinstance(k, tuple):
+            _set_valid(k[0], v)
+        else:
+            k.count = v[1]
+
+
+def _set_valid(x, v) -> None:
+    if hasattr(x, "_valid"):
+        x._valid = list(v)
+    else:
+        x.valid = list(v)
+
+
+def _merge_tile_state(t, c, a: dict, b: dict) -> None:
+    for k in b:
+        va, vb = a.get(k), b[k]
+        if isinstance(k, tuple):
+            if va is not None and vb is not None and va != vb:
+                _set_valid(k[0], [x if x == y else E.select(c, x, y) for x, y in zip(va, vb)])
+        elif va is not None and va[1] != vb[1]:
+            k.count = E.select(c, va[1], vb[1])
+
+
+def branch(cond, before: dict | None = None, names: tuple = ()):
+    return Branch(cond, before or {}, names)
 
 
 def ifexp(cond, then_fn, else_fn):

@@ -90,3 +90,27 @@ def vadd_groups(x: pl.Tensor[[pl.DYNAMIC, 128], F16], y: pl.Tensor[[pl.DYNAMIC, 
             pl.load(b, y, [t * ROWS, 0])
             pl.add(c, a, b)
             pl.store(z, c, [t * ROWS, 0])
+
+
+@pl.jit
+def branchy(x: pl.Tensor[[pl.DYNAMIC, 64], F32], y: pl.Tensor[[pl.DYNAMIC, 64], F32]):
+    """Per 8-row tile t: y = x + (t + 1 if t even else t + 2), via a variable assigned in
+    both arms (merged into a select; the else arm starts from the value before the if);
+    odd tiles also store only their first 3 rows (a valid shape set in one arm)."""
+    tt = pl.TileType(shape=[8, 64], dtype=F32, target_memory=pl.MemorySpace.Vec,
+                     valid_shape=[-1, -1])
+    a = pl.make_tile(tt, addr=0)
+    for t in pl.range(x.shape[0] // 8):
+        k = t
+        pl.set_validshape(a, [8, 64])
+        if t % 2 == 0:
+            k = k + 1
+        else:
+            k = k + 2
+            pl.set_validshape(a, [3, 64])
+        pl.load(a, x, [t * 8, 0])
+        sync(MTE2, V)
+        pl.add(a, a, k)
+        sync(V, MTE3)
+        pl.store(y, a, [t * 8, 0])
+        sync(MTE3, MTE2)

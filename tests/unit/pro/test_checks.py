@@ -152,3 +152,15 @@ def test_misuse_errors(tmp_path, body, msg):
     with pytest.raises(CompileError, match=msg) as e:
         launch(kernel(tmp_path, body))
     assert str(e.value).startswith("op.py:")
+
+
+@pytest.mark.parametrize("body,msg", [
+    ("a = pl.make_tile(TT, addr=0)\nn = 0\nfor t in pl.range(4):\n    n = n + 1\n"
+     "    pl.expands(a, n)\n", "'n' is updated from its own value in a pl.range body"),
+    ("a = pl.make_tile(TT, addr=0)\nb = pl.make_tile(TT, addr=4096)\n"
+     "for t in pl.range(4):\n    if t == 1:\n        c = a\n    else:\n        c = b\n"
+     "    pl.expands(c, 1.0)\n", "'c' gets different values in the two arms"),
+])
+def test_trace_once_pitfalls_are_errors(tmp_path, body, msg):
+    with pytest.raises(CompileError, match=msg):
+        launch(kernel(tmp_path, body))

@@ -139,3 +139,13 @@ def test_jit_options_and_errors():
     k[1](x, x, z)
     assert np.array_equal(z, x + x)
     assert k.last_doc.attrs["target"]["name"] == "950"
+
+
+def test_branch_arms_start_from_the_same_values_and_merge():
+    x = rand(32, 64)
+    y = np.full_like(x, -5.0)
+    K.branchy(x, y)
+    t = np.arange(32)[:, None] // 8
+    want = x + np.where(t % 2 == 0, t + 1, t + 2).astype(np.float32)
+    keep = (t % 2 == 0) | (np.arange(32)[:, None] % 8 < 3)
+    assert np.array_equal(y, np.where(keep, want, np.float32(-5.0)))
