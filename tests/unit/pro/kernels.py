@@ -114,3 +114,134 @@ def branchy(x: pl.Tensor[[pl.DYNAMIC, 64], F32], y: pl.Tensor[[pl.DYNAMIC, 64], 
         sync(V, MTE3)
         pl.store(y, a, [t * 8, 0])
         sync(MTE3, MTE2)
+
+
+BF16, I32 = pl.DT_BF16, pl.DT_INT32
+
+
+@pl.jit
+def dtypes(xb: pl.Tensor[[16, 64], BF16], yb: pl.Tensor[[16, 64], BF16],
+           xi: pl.Tensor[[16, 64], I32], ob: pl.Tensor[[16, 64], BF16],
+           oi: pl.Tensor[[16, 64], I32], of: pl.Tensor[[16, 64], F32]):
+    """ob = bf16(xb * yb + 1); oi = max(xi * 3 - 1, 0) with int32 wrap-free values;
+    of = f32(xb) where xb > yb else f32(yb) (compare into a bool mask, select, cast)."""
+    tb = pl.TileType(shape=[16, 64], dtype=BF16, target_memory=pl.MemorySpace.Vec)
+    ti = pl.TileType(shape=[16, 64], dtype=I32, target_memory=pl.MemorySpace.Vec)
+    tf = pl.TileType(shape=[16, 64], dtype=F32, target_memory=pl.MemorySpace.Vec)
+    tm = pl.TileType(shape=[16, 64], dtype=pl.DT_BOOL, target_memory=pl.MemorySpace.Vec)
+    a, b, c = (pl.make_tile(tb, addr=i * 0x800) for i in range(3))
+    i0 = pl.make_tile(ti, addr=0x2000)
+    f = pl.make_tile(tf, addr=0x3000)
+    m = pl.make_tile(tm, addr=0x4000)
+    pl.load(a, xb, [0, 0])
+    pl.load(b, yb, [0, 0])
+    pl.load(i0, xi, [0, 0])
+    sync(MTE2, V)
+    pl.gt(m, a, b)
+    pl.select(c, m, a, b)
+    pl.cast(f, c)
+    pl.mul(c, a, b)
+    pl.add(c, c, 1.0)
+    pl.mul(i0, i0, 3)
+    pl.sub(i0, i0, 1)
+    pl.maximum(i0, i0, 0)
+    sync(V, MTE3)
+    pl.store(ob, c, [0, 0])
+    pl.store(oi, i0, [0, 0])
+    pl.store(of, f, [0, 0])
+
+
+@pl.jit
+def mm_int8(a: pl.Tensor[[32, 64], pl.DT_INT8], b: pl.Tensor[[64, 32], pl.DT_INT8],
+            c: pl.Tensor[[32, 32], I32]):
+    a1 = pl.make_tile(pl.TileType([32, 64], pl.DT_INT8, pl.MemorySpace.Mat), addr=0)
+    b1 = pl.make_tile(pl.TileType([64, 32], pl.DT_INT8, pl.MemorySpace.Mat), addr=0x800)
+    a0 = pl.make_tile(pl.TileType([32, 64], pl.DT_INT8, pl.MemorySpace.Left), addr=0)
+    b0 = pl.make_tile(pl.TileType([64, 32], pl.DT_INT8, pl.MemorySpace.Right), addr=0)
+    acc = pl.make_tile(pl.TileType([32, 32], I32, pl.MemorySpace.Acc), addr=0)
+    with pl.section_cube():
+        pl.load(a1, a, [0, 0])
+        pl.load(b1, b, [0, 0])
+        sync(MTE2, pl.PipeType.MTE1)
+        pl.move(a0, a1)
+        pl.move(b0, b1)
+        sync(pl.PipeType.MTE1, pl.PipeType.M)
+        pl.matmul(acc, a0, b0)
+        sync(pl.PipeType.M, pl.PipeType.FIX)
+        pl.store(c, acc, [0, 0])
+
+
+@pl.jit(auto_mutex=False)
+def mutexed(x: pl.Tensor[[pl.DYNAMIC, 64], F32], y: pl.Tensor[[pl.DYNAMIC, 64], F32]):
+    """Manual buffer mutexes instead of flags: each use of the tile holds mutex 3."""
+    tt = pl.TileType(shape=[8, 64], dtype=F32, target_memory=pl.MemorySpace.Vec)
+    a = pl.make_tile(tt, addr=0)
+    for t in pl.range(pl.get_block_idx(), x.shape[0] // 8, pl.get_block_num()):
+        for pipe, step in ((MTE2, 0), (V, 1), (MTE3, 2)):
+            pl.system.mutex_lock(pipe=pipe, mutex_id=3)
+            if step == 0:
+                pl.load(a, x, [t * 8, 0])
+            elif step == 1:
+                pl.exp(a, a)
+            else:
+                pl.store(y, a, [t * 8, 0])
+            pl.system.mutex_unlock(pipe=pipe, mutex_id=3)
+
+
+@pl.jit
+def barriers(x: pl.Tensor[[pl.DYNAMIC, 64], F32], y: pl.Tensor[[pl.DYNAMIC, 64], F32]):
+    """bar_all instead of flags."""
+    tt = pl.TileType(shape=[8, 64], dtype=F32, target_memory=pl.MemorySpace.Vec)
+    a = pl.make_tile(tt, addr=0)
+    for t in pl.range(pl.get_block_idx(), x.shape[0] // 8, pl.get_block_num()):
+        pl.load(a, x, [t * 8, 0])
+        pl.system.bar_all()
+        pl.neg(a, a)
+        pl.system.bar_all()
+        pl.store(y, a, [t * 8, 0])
+        pl.system.bar_all()
+
+
+@pl.jit
+def mixed_ids(x: pl.Tensor[[pl.DYNAMIC, 16], F16], eye: pl.Tensor[[16, 16], F16],
+              cube_out: pl.Tensor[[pl.DYNAMIC, 16], F32],
+              vec_out: pl.Tensor[[pl.DYNAMIC, 8], I32], ws: pl.Tensor[[pl.DYNAMIC, 8], I32]):
+    """Cube c: rows [16c, 16c + 16) of cube_out = those of x @ eye (so every cluster index in
+    [0, block_num) is seen once). Vector core v of cluster c: row 2c + v of vec_out =
+    idx * 1000 + block_num * 100 + sub * 10 + subnum; vector 1 also writes its row into ws and
+    signals vector 0 (INTER_SUBBLOCK), which copies it into ws row 2c."""
+    ti = pl.TileType(shape=[1, 8], dtype=I32, target_memory=pl.MemorySpace.Vec)
+    a = pl.make_tile(ti, addr=0)
+    b = pl.make_tile(ti, addr=0x100)
+    m1 = pl.make_tile(pl.TileType([16, 16], F16, pl.MemorySpace.Mat), addr=0)
+    m2 = pl.make_tile(pl.TileType([16, 16], F16, pl.MemorySpace.Mat), addr=0x200)
+    la = pl.make_tile(pl.TileType([16, 16], F16, pl.MemorySpace.Left), addr=0)
+    rb = pl.make_tile(pl.TileType([16, 16], F16, pl.MemorySpace.Right), addr=0)
+    acc = pl.make_tile(pl.TileType([16, 16], F32, pl.MemorySpace.Acc), addr=0)
+    with pl.section_cube():
+        c = pl.get_block_idx()
+        pl.load(m1, x, [c * 16, 0])
+        pl.load(m2, eye, [0, 0])
+        sync(MTE2, pl.PipeType.MTE1)
+        pl.move(la, m1)
+        pl.move(rb, m2)
+        sync(pl.PipeType.MTE1, pl.PipeType.M)
+        pl.matmul(acc, la, rb)
+        sync(pl.PipeType.M, pl.PipeType.FIX)
+        pl.store(cube_out, acc, [c * 16, 0])
+    with pl.section_vector():
+        i = pl.get_block_idx()
+        pl.expands(a, i * 1000 + pl.get_block_num() * 100 + pl.get_subblock_idx() * 10 +
+                   pl.get_subblock_num())
+        sync(V, MTE3)
+        pl.store(vec_out, a, [i, 0])
+        if pl.get_subblock_idx() == 1:
+            pl.store(ws, a, [i, 0])
+            pl.system.set_cross_core(pipe=MTE3, event_id=2,
+                                     sync_mode=pl.CrossCoreSyncMode.INTER_SUBBLOCK)
+        else:
+            pl.system.wait_cross_core(pipe=MTE2, event_id=2,
+                                      sync_mode=pl.CrossCoreSyncMode.INTER_SUBBLOCK)
+            pl.load(b, ws, [i + 1, 0])
+            sync(MTE2, MTE3)
+            pl.store(ws, b, [i, 0])

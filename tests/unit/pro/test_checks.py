@@ -164,3 +164,76 @@ def test_misuse_errors(tmp_path, body, msg):
 def test_trace_once_pitfalls_are_errors(tmp_path, body, msg):
     with pytest.raises(CompileError, match=msg):
         launch(kernel(tmp_path, body))
+
+
+MIXED = """\
+import libpypto.pro as pl
+F32 = pl.DT_FP32
+MTE1, MTE2, MTE3, V, M, FIX = (pl.PipeType.MTE1, pl.PipeType.MTE2, pl.PipeType.MTE3,
+                               pl.PipeType.V, pl.PipeType.M, pl.PipeType.FIX)
+
+@pl.jit
+def k(x: pl.Tensor[[16, 16], pl.DT_FP16], ws: pl.Tensor[[pl.DYNAMIC, 16], F32],
+      y: pl.Tensor[[pl.DYNAMIC, 16], F32]):
+    m1 = pl.make_tile(pl.TileType([16, 16], pl.DT_FP16, pl.MemorySpace.Mat), addr=0)
+    la = pl.make_tile(pl.TileType([16, 16], pl.DT_FP16, pl.MemorySpace.Left), addr=0)
+    rb = pl.make_tile(pl.TileType([16, 16], pl.DT_FP16, pl.MemorySpace.Right), addr=0)
+    acc = pl.make_tile(pl.TileType([16, 16], F32, pl.MemorySpace.Acc), addr=0)
+    v = pl.make_tile(pl.TileType([8, 16], F32, pl.MemorySpace.Vec), addr=0)
+    with pl.section_cube():
+        c = pl.get_block_idx()
+        pl.load(m1, x, [0, 0])
+        pl.system.sync_src(set_pipe=MTE2, wait_pipe=MTE1, event_id=0)
+        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=MTE1, event_id=0)
+        pl.move(la, m1)
+        pl.move(rb, m1)
+        pl.system.sync_src(set_pipe=MTE1, wait_pipe=M, event_id=0)
+        pl.system.sync_dst(set_pipe=MTE1, wait_pipe=M, event_id=0)
+        pl.matmul(acc, la, rb)
+        pl.system.sync_src(set_pipe=M, wait_pipe=FIX, event_id=0)
+        pl.system.sync_dst(set_pipe=M, wait_pipe=FIX, event_id=0)
+        pl.store(ws, acc, [c * 16, 0])
+        SET
+        CUBE_WAIT
+    with pl.section_vector():
+        i = pl.get_block_idx()
+        WAIT
+        pl.load(v, ws, [i * 8, 0])
+        pl.system.sync_src(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
+        pl.store(y, v, [i * 8, 0])
+"""
+SET = "pl.system.set_cross_core(pipe=FIX, event_id=0)"
+WAIT = "pl.system.wait_cross_core(pipe=MTE2, event_id=0)"
+
+
+def mixed(tmp_path, set_=SET, wait=WAIT, cube_wait="pass", check=True):
+    src = MIXED.replace("SET", set_).replace("CUBE_WAIT", cube_wait).replace("WAIT", wait)
+    path = tmp_path / "mixed.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(f"mixed_{abs(hash(src))}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x = np.eye(16, dtype=np.float16) * 2
+    ws, y = np.zeros((32, 16), np.float32), np.zeros((32, 16), np.float32)
+    mod.k.check = check
+    mod.k[2](x, ws, y)
+    return x, y
+
+
+def test_cross_core_handshake_orders_gm(tmp_path):
+    x, y = mixed(tmp_path)
+    assert np.array_equal(y, np.tile(x.astype(np.float32) @ x.astype(np.float32), (2, 1)))
+
+
+def test_missing_cross_core_event_is_a_gm_race(tmp_path):
+    with pytest.raises(SyncError, match=r"race \(read after write\) on cores 0 and 1: tstore "
+                                        r"on FIX .* tensor ws\[0:8, 0:16\].*set_cross_core"):
+        mixed(tmp_path, set_="pass", wait="pass")
+
+
+def test_cross_core_deadlock_and_unwaited_set(tmp_path):
+    with pytest.raises(SyncError, match="deadlock: cross_wait on FIX"):
+        mixed(tmp_path, cube_wait="pl.system.wait_cross_core(pipe=FIX, event_id=5)")
+    with pytest.raises(SyncError, match="set_cross_core .event 0. is never waited"):
+        mixed(tmp_path, wait="pass", check=False)      # found without the race checker too

@@ -149,3 +149,48 @@ def test_branch_arms_start_from_the_same_values_and_merge():
     want = x + np.where(t % 2 == 0, t + 1, t + 2).astype(np.float32)
     keep = (t % 2 == 0) | (np.arange(32)[:, None] % 8 < 3)
     assert np.array_equal(y, np.where(keep, want, np.float32(-5.0)))
+
+
+def test_bf16_int32_compare_select_cast():
+    import ml_dtypes
+    bf = ml_dtypes.bfloat16
+    xb, yb = rand(16, 64).astype(bf), rand(16, 64).astype(bf)
+    xi = RNG.integers(-100, 100, (16, 64)).astype(np.int32)
+    ob, oi, of = np.zeros((16, 64), bf), np.zeros((16, 64), np.int32), np.zeros((16, 64),
+                                                                              np.float32)
+    K.dtypes(xb, yb, xi, ob, oi, of)
+    xf, yf = xb.astype(np.float32), yb.astype(np.float32)
+    prod = (xf * yf).astype(bf).astype(np.float32)        # rounded to bf16, then + 1
+    assert np.array_equal(ob, (prod + 1).astype(bf))
+    assert np.array_equal(oi, np.maximum(xi * 3 - 1, 0))
+    assert np.array_equal(of, np.where(xf > yf, xf, yf))
+
+
+def test_int8_matmul_accumulates_in_int32():
+    a = RNG.integers(-128, 128, (32, 64)).astype(np.int8)
+    b = RNG.integers(-128, 128, (64, 32)).astype(np.int8)
+    c = np.zeros((32, 32), np.int32)
+    K.mm_int8(a, b, c)
+    assert np.array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
+
+
+@pytest.mark.parametrize("k", ["mutexed", "barriers"])
+def test_mutexes_and_barriers_order_pipes(k):
+    x = rand(64, 64)
+    y = np.zeros_like(x)
+    getattr(K, k)[3](x, y)
+    assert np.allclose(y, np.exp(x) if k == "mutexed" else -x, rtol=1e-6)
+
+
+def test_mixed_kernel_cores_and_inter_subblock_events():
+    B = 3
+    x = rand(16 * B, 16, dtype=np.float16)
+    eye = np.eye(16, dtype=np.float16)
+    cube_out = np.zeros((16 * B, 16), np.float32)
+    vec_out = np.zeros((2 * B, 8), np.int32)
+    ws = np.zeros((2 * B, 8), np.int32)
+    K.mixed_ids[B](x, eye, cube_out, vec_out, ws)
+    assert np.array_equal(cube_out, x.astype(np.float32))
+    want = np.array([i * 1000 + B * 100 + (i % 2) * 10 + 2 for i in range(2 * B)], np.int32)
+    assert (vec_out == want[:, None]).all()
+    assert (ws[0::2] == want[1::2, None]).all() and (ws[1::2] == want[1::2, None]).all()
