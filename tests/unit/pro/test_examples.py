@@ -116,16 +116,16 @@ def test_example_through_the_pipe(name):
     assert ": pass" in r.stderr and "checked against" in r.stderr
 
 
-SYNC = re.compile(r"^\s+(sync\(|pl\.system\.(sync_src|sync_dst|set_cross_core|"
-                  r"wait_cross_core))")
+SYNC = re.compile(r"^\s+(sync\(|cross_set\(|cross_wait\(|pl\.system\.(sync_src|sync_dst|"
+                  r"set_cross_core|wait_cross_core))")
 
 
 def _sync_lines(src: list) -> list:
-    """Line numbers of the sync calls in kernel bodies (not in the sync() helper)."""
+    """Line numbers of the sync calls in kernel bodies (not in the helpers they call)."""
     out, in_helper = [], False
     for i, line in enumerate(src):
         if line.startswith("def "):
-            in_helper = line.startswith("def sync(")
+            in_helper = not src[i - 1].startswith("@pl.jit")
         if SYNC.match(line) and not in_helper:
             out.append(i)
     return out
