@@ -305,11 +305,6 @@ def emit(doc: Document, backend: str = "c", target=None) -> Document:
         doc = schedule(doc, target)
     if doc.level == "code":
         doc = _strip(doc, "sched", ("code",))
-    if is_pro(doc) and backend == "c":
-        from .errors import warn
-        warn("the C backend does not take Pro kernels yet: emitting the numpy listing (the Pro "
-             "runner walks the programs)")
-        backend = "numpy"
     return emit_code(doc, backend)
 
 
@@ -325,10 +320,7 @@ def run(doc: Document, backend: str | None = None, target=None, trust_code: bool
     from .runtime import code_op, resolve_backend, run_code
     _require_at_most(doc, "code", "pypto-run")
     if is_pro(doc):
-        from .runtime.pro_run import run_record
-        pro = {k: opts.pop(k) for k in ("block_dim", "expect", "check") if k in opts}
-        opts.pop("repeat", None)
-        return run_record(doc, golden=getattr(doc, "golden", None), **pro, **opts)
+        return _run_pro(doc, backend, target, trust_code, opts)
     have = code_op(doc).attrs["backend"] if doc.level == "code" else None
     want, notice = resolve_backend(backend or have or "c")
     if want != have:
@@ -382,10 +374,12 @@ def pro_trace(k, static: dict | None = None, key: dict | None = None) -> Documen
 
 
 def pro_launch(doc: Document, arrays: dict, scalars: dict, block_dim: int,
-               threads: int | None = None, check: bool = True) -> dict:
-    """Run a Pro kernel's document on the host (libpypto.runtime.pro_exec): arrays by
-    parameter name (written in place), scalars by program scalar name (DYNAMIC dims are
-    taken from the arrays)."""
+               threads: int | None = None, check: bool = True, backend: str = "numpy") -> dict:
+    """Run a Pro kernel's document on the host: arrays by parameter name (written in
+    place), scalars by program scalar name (DYNAMIC dims are taken from the arrays).
+    backend "numpy": the Pro runner (libpypto.runtime.pro_exec), with the race checker
+    when check; "c": the checker first (the Pro runner on copies, when check), then the
+    kernel's C (codegen/pro_c.py; the document must be code-level with C, see pro_code)."""
     from .runtime.pro_exec import run as pro_run
     from .targets import host_cpus
     env = dict(scalars)
@@ -394,7 +388,39 @@ def pro_launch(doc: Document, arrays: dict, scalars: dict, block_dim: int,
             for axis, d in enumerate(op.result.type.shape):
                 if not isinstance(d, int):
                     env[str(d)] = int(arrays[op.attrs["param"]].shape[axis])
-    return pro_run(doc, arrays, env, block_dim, threads or host_cpus(), check)
+    threads = threads or host_cpus()
+    if backend != "c":
+        return pro_run(doc, arrays, env, block_dim, threads, check)
+    from .runtime import code_op
+    from .runtime.pro_native import ProNative
+    if check:
+        pro_run(doc, {k: v.copy() for k, v in arrays.items()}, env, block_dim, threads, True)
+    native = getattr(doc, "native", None)
+    if native is None:
+        native = doc.native = ProNative(doc, code_op(doc).attrs["source"])
+    return {"clusters": block_dim, "wall_s": native(arrays, env, block_dim, threads)}
+
+
+def pro_code(doc: Document) -> Document:
+    """A Pro document brought to the code level with its C (pypto-emit's library call)."""
+    return emit(doc, "c")
+
+
+def _run_pro(doc: Document, backend, target, trust_code: bool, opts: dict) -> Document:
+    """A Pro kernel: its C (emitted unless the document carries it) compared with the Pro
+    runner, or the Pro runner alone (backend numpy, or no C compiler)."""
+    from .runtime import code_op, resolve_backend
+    from .runtime.pro_run import run_record
+    golden = getattr(doc, "golden", None)
+    pro = {k: opts.pop(k) for k in ("block_dim", "expect", "check") if k in opts}
+    opts.pop("repeat", None)
+    have = code_op(doc).attrs["backend"] if doc.level == "code" else None
+    want, notice = resolve_backend(backend or have or "c")
+    if want == "c" and have != "c":
+        doc = emit(doc, "c", target)
+    elif want == "c" and not trust_code:
+        _check_source(doc)
+    return run_record(doc, golden=golden, notice=notice, backend=want, **pro, **opts)
 
 
 def is_pro(doc: Document) -> bool:

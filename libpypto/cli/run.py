@@ -46,8 +46,9 @@ def report(rec) -> str:
         f"{sorted(walls)[len(walls) // 2] * 1e3:.3f} ms median, {min(walls) * 1e3:.3f} ms best " \
         f"of {len(walls)}"
     if "pro" in rec.attrs:
-        lines.append(f"block_dim {a['bindings'].get('block_num', '?')} in {took} (the Pro "
-                     f"runner, {a['threads']} thread{'s' if a['threads'] != 1 else ''})"
+        runner = "C" if a["backend"] == "c" else "the Pro runner"
+        lines.append(f"block_dim {a['bindings'].get('block_num', '?')} in {took} ({runner}, "
+                     f"{a['threads']} thread{'s' if a['threads'] != 1 else ''})"
                      + (f" [{sizes}]" if sizes else ""))
     else:
         lines.append(f"{ntasks} task{'s' if ntasks != 1 else ''} of {nprog} program"

@@ -18,7 +18,9 @@ sizes, the TilingKey values, the jit options and the pypto version; DYNAMIC dims
 TilingData and block_dim are runtime values and never recompile. `kernel.compiles` counts
 compiles, `kernel.last_doc` is the last launch's block-level document. The race and sync
 checker runs on every launch (`kernel.check = False`, or `check=False` on
-`kernel.launch(...)`, skips it).
+`kernel.launch(...)`, skips it). `kernel.backend = "c"` runs the kernel's C (compiled once
+per signature, after the checker has run the Pro runner on copies) instead of the Pro
+runner (numpy, the default).
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ class JitKernel(ProKernel):
         self.check = True
         self.threads = None
         self.last_doc = None
+        self.backend = "numpy"
         self._dtypes = ()
 
     def __getitem__(self, item):
@@ -59,9 +62,14 @@ class JitKernel(ProKernel):
         from ..driver import pro_trace
         ck = (tuple(sorted(static.items())), tuple(sorted(key.items())),
               tuple(sorted(self.options.items())), RELEASE, self._dtypes)
+        ck = ck + (self.backend,)
         doc = self._cache.get(ck)
         if doc is None:
-            doc = self._cache[ck] = pro_trace(self, static, key)
+            doc = pro_trace(self, static, key)
+            if self.backend == "c":
+                from ..driver import pro_code
+                doc = pro_code(doc)
+            self._cache[ck] = doc
             self.compiles += 1
         return doc
 
@@ -76,7 +84,7 @@ class JitKernel(ProKernel):
         self.last_doc = doc
         work = {n: _contiguous(a) for n, a in arrays.items()}
         out = pro_launch(doc, work, scalars, block_dim, self.threads,
-                         self.check if check is None else check)
+                         self.check if check is None else check, self.backend)
         for n, a in arrays.items():
             if work[n] is not a:
                 a[...] = work[n]

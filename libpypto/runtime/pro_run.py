@@ -30,7 +30,9 @@ def scalar_names(doc) -> list:
 
 def run_record(doc, inputs=None, bind=None, seed=0, threads=None, verify=True,
                outputs_path=None, block_dim=1, expect=None, golden=None, check=True,
-               notice=None) -> Document:
+               notice=None, backend="numpy") -> Document:
+    """Run a Pro document. backend "c": its C (a code-level document's source) runs and is
+    compared with the Pro runner (numpy, with the checker); "numpy": the Pro runner only."""
     from ..analysis.bind import param_roles
     from ..targets import host_cpus
     from . import _outputs
@@ -43,28 +45,71 @@ def run_record(doc, inputs=None, bind=None, seed=0, threads=None, verify=True,
     scalars = _scalars(doc, bind)
     arrays = D.prepare(doc, given, env, seed)
     start = {k: v.copy() for k, v in arrays.items()}
-    nthreads = threads or host_cpus()
-    t0 = time.perf_counter()
-    pro_run(doc, arrays, {**env, **scalars}, block_dim, nthreads, check)
-    wall = time.perf_counter() - t0
-    checks, what = (_checks(doc, arrays, start, env, scalars, block_dim, roles, expect, golden)
-                    if verify else ([], []))
+    run = _Runs(doc, start, {**env, **scalars}, block_dim, threads or host_cpus(), check,
+                backend)
+    arrays, wall = run.main()
+    checks, what = _checks(run, arrays, env, scalars, roles, expect, golden) if verify \
+        else ([], [])
     verdict = "unchecked" if not checks else \
         ("pass" if all(c["ok"] for c in checks) else "fail")
     said = f"checked against {' and '.join(what)}" if what else "not checked"
-    attrs = {"verdict": verdict, "backend": "numpy", "threads": nthreads, "wall_s": wall,
+    how = "its C" if backend == "c" else "the Pro runner"
+    attrs = {"verdict": verdict, "backend": backend, "threads": run.threads, "wall_s": wall,
              "walls_s": [wall], "bindings": dict(sorted({**env, **{
                  k: v for k, v in scalars.items() if isinstance(v, int)},
                  "block_num": block_dim}.items())),
              "outputs": _outputs(arrays, roles, outputs_path, True), "checks": checks,
-             "events": [], "tasks": [], "compile": {},
+             "events": [], "tasks": [], "compile": run.compile_info,
              "notice": (notice + "; " if notice else "") +
-             f"Pro kernel on the Pro runner, block_dim {block_dim}, "
+             f"Pro kernel, {how}, block_dim {block_dim}, "
              f"{'race checker on' if check else 'race checker off'}; {said}",
              "environment": {"machine": machine(), "cpus": host_cpus(),
                              "python": python_version(), "target": "host"}}
     return Document("run", [Op("run", [], [], attrs, [], None)], dict(doc.attrs),
                     list(doc.producer))
+
+
+class _Runs:
+    """The executions of one launch, each from a copy of the same starting arrays."""
+
+    def __init__(self, doc, start, env, block_dim, threads, check, backend):
+        self.doc, self.start, self.env = doc, start, env
+        self.block_dim, self.threads, self.check, self.backend = (block_dim, threads, check,
+                                                                 backend)
+        self.compile_info: dict = {}
+        self.native = None
+        self.numpy_out = None
+        if backend == "c":
+            from . import code_op
+            from .pro_native import ProNative
+            self.native = ProNative(doc, code_op(doc).attrs["source"])
+            self.compile_info = self.native.compile_info
+
+    def fresh(self) -> dict:
+        return {k: v.copy() for k, v in self.start.items()}
+
+    def pro_runner(self, threads: int, check: bool) -> dict:
+        out = self.fresh()
+        pro_run(self.doc, out, self.env, self.block_dim, threads, check)
+        return out
+
+    def main(self) -> tuple:
+        """The outputs reported, and their wall time. With C, the Pro runner (and its
+        checker) runs first: a race is found before any C runs."""
+        if self.native is None:
+            t0 = time.perf_counter()
+            out = self.pro_runner(self.threads, self.check)
+            return out, time.perf_counter() - t0
+        self.numpy_out = self.pro_runner(self.threads, self.check)
+        out = self.fresh()
+        return out, self.native(out, self.env, self.block_dim, self.threads)
+
+    def rerun(self) -> dict:
+        if self.native is None:
+            return self.pro_runner(1, False)
+        out = self.fresh()
+        self.native(out, self.env, self.block_dim, 1)
+        return out
 
 
 def _sizes(doc, given: dict, bind: dict) -> dict:
@@ -104,32 +149,33 @@ def _scalars(doc, bind: dict) -> dict:
     return out
 
 
-def _checks(doc, arrays, start, env, scalars, block_dim, roles, expect, golden) -> tuple:
+def _checks(run, arrays, env, scalars, roles, expect, golden) -> tuple:
+    doc = run.doc
     outs = [n for n, r in roles.items() if r == "output"]
     checks, what = [], []
+    if run.numpy_out is not None:
+        what.append("the Pro runner (numpy)")
+        checks += [{**D.compare(n, arrays[n], run.numpy_out[n]), "against": what[-1]}
+                   for n in outs]
     want = None
     if expect is not None:
-        want, what = expect, what + ["--expect"]
+        want, label = expect, "--expect"
     elif golden is not None:
-        pool = {**doc.attrs.get("consts", {}), **start, **scalars, **env}
-        want, what = _golden(golden, pool, block_dim), what + [
-            f"{golden.__name__}()"]
+        pool = {**doc.attrs.get("consts", {}), **run.start, **scalars, **env}
+        want, label = _golden(golden, pool, run.block_dim), f"{golden.__name__}()"
     if want is not None:
         if not set(outs) & set(want):
             raise UsageError(f"the reference gives none of the outputs {', '.join(outs)} (it "
                              f"gives {', '.join(want) or 'nothing'})")
-        for n in outs:
-            if n not in want:          # a workspace, say: checked by the rerun only
-                continue
-            checks.append({**D.compare(n, arrays[n], want[n].astype(arrays[n].dtype)),
-                           "against": what[-1]})
-    again = {k: v.copy() for k, v in start.items()}
-    pro_run(doc, again, {**env, **scalars}, block_dim, 1, False)
+        what.append(label)
+        checks += [{**D.compare(n, arrays[n], want[n].astype(arrays[n].dtype)),
+                    "against": label} for n in outs if n in want]   # a workspace: not given
+    again = run.rerun()
+    what.append("a one-thread rerun")
     for n in outs:
         c = D.compare(n, arrays[n], again[n])
         checks.append({**c, "ok": c["ok"] and arrays[n].tobytes() == again[n].tobytes(),
-                       "against": "a one-thread rerun"})
-    what.append("a one-thread rerun")
+                       "against": what[-1]})
     return checks, what
 
 

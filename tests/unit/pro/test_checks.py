@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from libpypto.errors import CompileError
+from libpypto.errors import CompileError, PyptoError
 from libpypto.runtime.pro_check import SyncError
 
 HEAD = """\
@@ -237,3 +237,45 @@ def test_cross_core_deadlock_and_unwaited_set(tmp_path):
         mixed(tmp_path, cube_wait="pl.system.wait_cross_core(pipe=FIX, event_id=5)")
     with pytest.raises(SyncError, match="set_cross_core .event 0. is never waited"):
         mixed(tmp_path, wait="pass", check=False)      # found without the race checker too
+
+
+@pytest.mark.parametrize("backend", ["numpy", "c"])
+def test_a_load_past_the_end_is_an_error_on_both_backends(tmp_path, backend):
+    from libpypto.runtime.compiler import find_cc
+    if backend == "c" and find_cc() is None:
+        pytest.skip("no C compiler")
+    k = kernel(tmp_path, COPY.replace("x.shape[0] // 8", "(x.shape[0] + 7) // 8"))
+    k.backend, k.check = backend, False
+    with pytest.raises(PyptoError, match=r"op\.py:\d+: .*(load|outside its shape)") as e:
+        launch(k, n=36)              # 36 rows: the last 8-row tile reads rows 32..40
+    assert str(e.value).startswith(f"op.py:{HEAD_LINES + 5}:")
+
+
+def test_c_backend_runs_mixed_kernels_and_finds_deadlocks(tmp_path):
+    from libpypto.runtime.compiler import find_cc
+    if find_cc() is None:
+        pytest.skip("no C compiler")
+    import libpypto.pro as pl
+    src = MIXED.replace("SET", SET).replace("CUBE_WAIT", "pass").replace("WAIT", WAIT)
+    path = tmp_path / "mixed_c.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("mixed_c_mod", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    k = pl.jit(mod.k.fn)
+    k.backend = "c"
+    x = np.eye(16, dtype=np.float16) * 2
+    ws, y = np.zeros((32, 16), np.float32), np.zeros((32, 16), np.float32)
+    k[2](x, ws, y)
+    assert np.array_equal(y, np.tile(x.astype(np.float32) @ x.astype(np.float32), (2, 1)))
+    dead = src.replace("        pass\n    with pl.section_vector",
+                       "        pl.system.wait_cross_core(pipe=FIX, event_id=5)\n"
+                       "    with pl.section_vector")
+    path.write_text(dead)
+    spec = importlib.util.spec_from_file_location("mixed_c_dead", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    k = pl.jit(mod.k.fn)
+    k.backend, k.check = "c", False
+    with pytest.raises(PyptoError, match="deadlocked on a cross-core wait"):
+        k[2](x, ws, y)

@@ -194,3 +194,21 @@ def test_mixed_kernel_cores_and_inter_subblock_events():
     want = np.array([i * 1000 + B * 100 + (i % 2) * 10 + 2 for i in range(2 * B)], np.int32)
     assert (vec_out == want[:, None]).all()
     assert (ws[0::2] == want[1::2, None]).all() and (ws[1::2] == want[1::2, None]).all()
+
+
+def test_c_backend_in_process_matches_the_pro_runner():
+    import libpypto.pro as pl2
+    from libpypto.runtime.compiler import find_cc
+    if find_cc() is None:
+        pytest.skip("no C compiler")
+    k = pl2.jit(K.vadd_groups.fn)
+    k.backend = "c"
+    for n in (100, 7):
+        x, y = rand(n, 128, dtype=np.float16), rand(n, 128, dtype=np.float16)
+        z = np.zeros_like(x)
+        k[3](x, y, z)
+        assert np.array_equal(z, (x.astype(np.float32) + y.astype(np.float32))
+                              .astype(np.float16))
+    assert k.compiles == 1
+    assert "pypto_pro_run" in [op for op in k.last_doc.body if op.name == "code"][0] \
+        .attrs["source"]

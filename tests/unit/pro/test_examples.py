@@ -87,10 +87,13 @@ def _pipe(name: str, *stages) -> subprocess.CompletedProcess:
 
 def test_vadd_through_the_whole_pipe():
     """Given IR, pypto-run has no op file to take a reference from (IR is data: it never
-    imports the file a document names): it checks a rerun, and --expect when given."""
+    imports the file a document names): it checks the C against the Pro runner, a rerun,
+    and --expect when given."""
     r = _pipe("vadd", "pypto-lower", "pypto-sched", "pypto-emit")
     assert r.returncode == 0, r.stderr
-    assert "vadd: pass" in r.stderr and "checked against a one-thread rerun" in r.stderr
+    assert "vadd: pass" in r.stderr
+    assert "its C, block_dim 4" in r.stderr
+    assert "checked against the Pro runner (numpy) and a one-thread rerun" in r.stderr
 
 
 def test_run_an_op_file_checks_its_reference_and_expect(tmp_path):
@@ -98,7 +101,8 @@ def test_run_an_op_file_checks_its_reference_and_expect(tmp_path):
            "--bind", "x_0=50", "--outputs", str(tmp_path / "out.npz"), "-o", "/dev/null"]
     r = subprocess.run(run, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "checked against reference() and a one-thread rerun" in r.stderr
+    assert "checked against the Pro runner (numpy) and reference() and a one-thread rerun" \
+        in r.stderr
     bad = dict(np.load(tmp_path / "out.npz"))
     bad["y"][3, 4] += 1
     np.savez(tmp_path / "bad.npz", **bad)
