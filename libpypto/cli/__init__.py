@@ -86,6 +86,8 @@ def trace_doc(src: str, kernel: str | None = None, const=None, bind=None, target
     strings, or dicts); a --bind of a symbol the kernel does not have is an error."""
     from ..driver import trace
     from . import crash
+    raw = parse_assignments(bind, "--bind", str) if not isinstance(bind, dict) else \
+        {k: str(v) for k, v in bind.items()}
     binds = parse_assignments(bind, "--bind", number)
     try:
         with open(src, "rb") as f:
@@ -97,7 +99,7 @@ def trace_doc(src: str, kernel: str | None = None, const=None, bind=None, target
     if "pro" not in doc.attrs:          # Tensor mode: sizes only
         for k, v in binds.items():
             if not isinstance(v, int):
-                raise UsageError(f"--bind '{k}={v}': bad value '{v}'")
+                raise UsageError(f"--bind '{k}={raw[k]}': bad value '{raw[k]}'")
     _check_symbols(doc, binds)
     return doc
 
