@@ -49,7 +49,7 @@ def render(doc, programs=None) -> str:
                   "return pp_err_line[i]; }\n")
 
 
-ERR_OPS = ("?", "tile", "tload", "tstore", "cross_set", "cross_wait")
+ERR_OPS = ("?", "tile", "tload", "tstore", "cross_set", "cross_wait", "tinsert")
 
 
 def _render(doc) -> tuple[str, list]:
@@ -236,6 +236,19 @@ class _Prog:
 
     def i_textract(self, op) -> None:
         self.i_tmov(op, tuple(self.ex(o) for o in op.attrs["offsets"]))
+
+    def i_tinsert(self, op) -> None:
+        d, src = op.operands
+        r, c = self.valid(op, src.type.shape)
+        o0, o1 = self.fresh("o"), self.fresh("o")
+        self.emit(f"const int64_t {o0} = {self.ex(op.attrs['offsets'][0])}, "
+                  f"{o1} = {self.ex(op.attrs['offsets'][1])};")
+        self.fail(f"{o0} < 0 || {o1} < 0 || {o0} + {r} > {d.type.shape[0]} || "
+                  f"{o1} + {c} > {d.type.shape[1]}", op)
+        i, j = self.fresh(), self.fresh("j")
+        self.emit(f"for (int64_t {i} = 0; {i} < {r}; {i}++) for (int64_t {j} = 0; {j} < {c}; "
+                  f"{j}++) {self.names[d]}[({o0} + {i}) * {d.type.shape[1]} + {o1} + {j}] = "
+                  f"{self.names[src]}[{i} * {src.type.shape[1]} + {j}];")
 
     def i_texpands(self, op) -> None:
         d = op.operands[0]

@@ -125,6 +125,12 @@ def v_textract(op, err) -> None:
     _spaces(op, err)
 
 
+def v_tinsert(op, err) -> None:
+    dst, src = op.operands[0].type, op.operands[1].type
+    if dst.rank != 2 or src.rank != 2 or len(op.attrs["offsets"]) != 2 or dst.dtype != src.dtype:
+        err(f"tinsert of {src} into {dst}")
+
+
 def v_tmatmul(op, err) -> None:
     acc, a, b = (v.type for v in op.operands)
     if acc.rank != 2 or a.rank != 2 or b.rank != 2 or a.shape[1] != b.shape[0] or \
@@ -256,6 +262,8 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
     _i("treshape", (TL, TL), {}, v_same_size, _pipe_vector, "TRESHAPE", numpy="tcopy"),
     _i("textract", (TL, TL), {"offsets": attr(EXPRS), "trans": opt(Bool()), **PRO_VALID}, v_textract,
        "MTE1", "TEXTRACT"),
+    _i("tinsert", (TL, TL), {"offsets": attr(EXPRS), **PRO_VALID}, v_tinsert, _pipe_vector,
+       "TINSERT", reads_dest=(0,)),
     _i("tmatmul", (TL, TL, TL), {"init": attr(EXPR), "k_valid": attr(EXPR), **PRO_VALID}, v_tmatmul, "M",
        "TMATMUL", reads_dest=(0,)),
     _i("treduce", (TL, TL), {"kind": attr(Str("sum", "prod", "max", "min")),

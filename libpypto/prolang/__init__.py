@@ -16,7 +16,8 @@ from .dsl import (DN, DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DY
 from .dsl import DTYPES as _DTYPES
 from .kernel import ProKernel  # noqa: F401 -- for libpypto.pro
 from .ops import (abs, add, and_, cast, div, eq, exp, expand_add, expand_div, expand_max,
-                  expand_min, expand_mul, expand_sub, expands, ge, gt, le, load, load_tile, log,
+                  expand_min, expand_mul, expand_sub, expands, ge, gt, insert, le, load,
+                  load_tile, log,
                   lt, matmul, matmul_acc, maximum, minimum, move, mul, ne, neg, or_, recip,
                   relu, rsqrt, select, sqrt, store, store_tile, sub, sum)
 from .state import (get_block_idx, get_block_num, get_subblock_idx, get_subblock_num,
@@ -27,15 +28,14 @@ from .tiles import make_tile, make_tile_group, set_validshape
 for _d in _DTYPES.values():
     globals()[_d.api] = _d
 
-__all__ = ['ProKernel', 'AccPhase', 'CrossCoreSyncMode', 'DN', 'DT_BF16', 'DT_BOOL', 'DT_FP16', 'DT_FP32',
+__all__ = ['AccPhase', 'CrossCoreSyncMode', 'DN', 'DT_BF16', 'DT_BOOL', 'DT_FP16', 'DT_FP32',
            'DT_INT16', 'DT_INT32', 'DT_INT64', 'DT_INT8', 'DT_UINT8', 'DYNAMIC',
-           'MemorySpace', 'ND', 'NZ', 'PipeType', 'STATIC', 'STPhase', 'Scalar', 'SyncMode',
-           'Tensor', 'TileLayout', 'TileType', 'TilingKeyField', 'ZN', 'abs', 'add', 'and_',
-           'cast', 'div', 'dsl', 'eq', 'exp', 'expand_add', 'expand_div', 'expand_max',
-           'expand_min', 'expand_mul', 'expand_sub', 'expands', 'ge', 'get_block_idx',
-           'get_block_num', 'get_subblock_idx', 'get_subblock_num', 'gt', 'kernel', 'le',
-           'load', 'load_tile', 'log', 'lt', 'make_tile', 'make_tile_group', 'matmul',
-           'matmul_acc', 'max', 'maximum', 'min', 'minimum', 'move', 'mul', 'ne', 'neg',
-           'ops', 'or_', 'range', 'recip', 'relu', 'rewrite', 'rsqrt', 'section_cube',
-           'section_vector', 'select', 'set_validshape', 'sqrt', 'state', 'store',
-           'store_tile', 'sub', 'sum', 'system', 'tiles']
+           'MemorySpace', 'ND', 'NZ', 'PipeType', 'ProKernel', 'STATIC', 'STPhase', 'Scalar',
+           'SyncMode', 'Tensor', 'TileLayout', 'TileType', 'TilingKeyField', 'ZN', 'abs',
+           'add', 'and_', 'cast', 'div', 'eq', 'exp', 'expand_add', 'expand_div',
+           'expand_max', 'expand_min', 'expand_mul', 'expand_sub', 'expands', 'ge',
+           'get_block_idx', 'get_block_num', 'get_subblock_idx', 'get_subblock_num', 'gt',
+           'insert', 'le', 'load', 'load_tile', 'log', 'lt', 'make_tile', 'make_tile_group',
+           'matmul', 'matmul_acc', 'max', 'maximum', 'min', 'minimum', 'move', 'mul', 'ne',
+           'neg', 'or_', 'range', 'recip', 'relu', 'rsqrt', 'section_cube', 'section_vector',
+           'select', 'set_validshape', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system']

@@ -206,6 +206,25 @@ def move(dst, src, offset=None, acc_to_vec_mode=None, relu_pre_mode=None, scale=
     return emit("tmov", [dst, src], {"valid": list(dst.valid)})
 
 
+def insert(dst, src, offset):
+    """pl.insert(dst, src, [row, col]): src's valid region written into a larger Vec tile at
+    [row, col] (V); the rest of dst is kept."""
+    t = current()
+    dst, src = _tile(t, dst, "insert destination"), _tile(t, src, "insert source")
+    if dst.type.space != "ub" or src.type.space != "ub":
+        raise t.error("pl.insert takes Vec tiles (other spaces are not built yet)")
+    if dst.type.dtype != src.type.dtype:
+        raise t.error(f"pl.insert of a {src.type.dtype} tile into a {dst.type.dtype} tile")
+    offs = [expr_of(o) for o in (offset if isinstance(offset, (list, tuple)) else [offset])]
+    if len(offs) != 2 or any(o is None for o in offs):
+        raise t.error(f"pl.insert offset must be [row, col] integer scalars, not {offset!r}")
+    if all(isinstance(o, int) for o in offs) and any(
+            o < 0 or o + n > m for o, n, m in zip(offs, src.type.shape, dst.type.shape)):
+        raise t.error(f"pl.insert of a {list(src.type.shape)} tile at {offs} falls outside the "
+                      f"{list(dst.type.shape)} destination")
+    return emit("tinsert", [dst, src], {"offsets": offs, "valid": list(src.valid)})
+
+
 # -- vector compute ---------------------------------------------------------------------------
 
 def _vector(t, what: str, tiles: list, same_dtype=True) -> None:

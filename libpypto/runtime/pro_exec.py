@@ -364,6 +364,16 @@ def _textract(core, op, env):
     _put(d[:r, :c], s[o0:o0 + r, o1:o1 + c])
 
 
+def _tinsert(core, op, env):
+    d, s = (core.vals[v] for v in op.operands)
+    r, c = core.valid(op, env, s.shape)
+    o0, o1 = (int(core.ev(o, env)) for o in op.attrs["offsets"])
+    if o0 < 0 or o1 < 0 or o0 + r > d.shape[0] or o1 + c > d.shape[1]:
+        raise ProRunError(f"insert of a [{r}, {c}] region at [{o0}, {o1}] falls outside the "
+                          f"{list(d.shape)} tile", op.loc)
+    _put(d[o0:o0 + r, o1:o1 + c], s[:r, :c])
+
+
 def _texpands(core, op, env):
     d = core.vals[op.operands[0]]
     r, c = core.valid(op, env, d.shape)
@@ -407,5 +417,5 @@ from ..ir import ops as _O   # noqa: E402
 _ELEMENTWISE = set(_O.ELEMENTWISE)
 KERNELS = {"tload": _tload, "tstore": _tstore, "tmov": _tmov, "tcvt": _tmov,
            "textract": _textract, "texpands": _texpands, "treduce": _treduce,
-           "tmatmul": _tmatmul}
+           "tmatmul": _tmatmul, "tinsert": _tinsert}
 _ = pro_check

@@ -16,10 +16,10 @@ from ..errors import PyptoError
 from ..ir.core import Loc
 from .compiler import compile_shared
 
-ERR_OPS = ("?", "tile", "tload", "tstore", "cross_set", "cross_wait")
+ERR_OPS = ("?", "tile", "tload", "tstore", "cross_set", "cross_wait", "tinsert")
 WHAT = {"tile": "a tile outside its buffer", "tload": "a load outside its tensor",
         "tstore": "a store outside its tensor", "cross_set": "an event id outside 0-15",
-        "cross_wait": "an event id outside 0-15"}
+        "cross_wait": "an event id outside 0-15", "tinsert": "an insert outside its tile"}
 
 
 class ProNative:

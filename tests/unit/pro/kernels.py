@@ -245,3 +245,19 @@ def mixed_ids(x: pl.Tensor[[pl.DYNAMIC, 16], F16], eye: pl.Tensor[[16, 16], F16]
             pl.load(b, ws, [i + 1, 0])
             sync(MTE2, MTE3)
             pl.store(ws, b, [i, 0])
+
+
+@pl.jit
+def inserted(x: pl.Tensor[[8, 32], F32], y: pl.Tensor[[16, 64], F32]):
+    """y = zeros with x written at rows 4.., columns 16.. (pl.insert), then x's first 3 rows
+    again at [0, 0] (an insert of a valid region)."""
+    small = pl.make_tile(pl.TileType(shape=[8, 32], dtype=F32, valid_shape=[-1, -1]), addr=0)
+    big = pl.make_tile(pl.TileType(shape=[16, 64], dtype=F32), addr=0x1000)
+    pl.load(small, x, [0, 0])
+    pl.expands(big, 0.0)
+    sync(MTE2, V)
+    pl.insert(big, small, [4, 16])
+    pl.set_validshape(small, [3, 32])
+    pl.insert(big, small, [0, 0])
+    sync(V, MTE3)
+    pl.store(y, big, [0, 0])

@@ -212,3 +212,19 @@ def test_c_backend_in_process_matches_the_pro_runner():
     assert k.compiles == 1
     assert "pypto_pro_run" in [op for op in k.last_doc.body if op.name == "code"][0] \
         .attrs["source"]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "c"])
+def test_insert(backend):
+    from libpypto.runtime.compiler import find_cc
+    if backend == "c" and find_cc() is None:
+        pytest.skip("no C compiler")
+    k = pl.jit(K.inserted.fn)
+    k.backend = backend
+    x = rand(8, 32)
+    y = np.full((16, 64), 5.0, np.float32)
+    k(x, y)
+    want = np.zeros((16, 64), np.float32)
+    want[4:12, 16:48] = x
+    want[0:3, 0:32] = x[:3]
+    assert np.array_equal(y, want)
