@@ -206,7 +206,7 @@ def trace(path: str, kernel: str | None = None, consts: dict | None = None,
         k = found[0]
     with deadline(f"tracing {k.name}"):
         if _is_pro(k):
-            doc = pro_trace(k, bind, consts)
+            doc = pro_trace(k, bind, consts, target)
             doc.golden = getattr(module, f"reference_{k.name}", None) or \
                 getattr(module, "reference", None)
             return doc
@@ -360,12 +360,14 @@ def profile(doc: Document, **opts):
 PRO_ARCH_TARGET = {"a2": "a2", "a3": "a3", "a5": "950", "950": "950"}
 
 
-def pro_trace(k, static: dict | None = None, key: dict | None = None) -> Document:
+def pro_trace(k, static: dict | None = None, key: dict | None = None,
+              target=None) -> Document:
     """A Pro kernel (libpypto.prolang.ProKernel) traced into its block-level document for
     STATIC sizes and TilingKey values, its buffer plan checked against the kernel's arch
-    (default a2), verified."""
+    (default a2) or `target` (--target: a name or a file), verified."""
     from .targets import load_target
-    target = load_target(PRO_ARCH_TARGET[k.options["arch"]])
+    target = target_for(None, target) if target else \
+        load_target(PRO_ARCH_TARGET[k.options["arch"]])
     buffers = dict(target["buffers"])
     doc = k.trace(static or {}, key or {}, buffers)
     doc.attrs["target"] = target.record()
@@ -411,9 +413,11 @@ def _run_pro(doc: Document, backend, target, trust_code: bool, opts: dict) -> Do
     runner, or the Pro runner alone (backend numpy, or no C compiler)."""
     from .runtime import code_op, resolve_backend
     from .runtime.pro_run import run_record
+    from .runtime.compiler import _SANITIZE
+    if _SANITIZE.get():
+        raise UsageError("--sanitize does not take Pro kernels yet (their C runs in process)")
     golden = getattr(doc, "golden", None)
-    pro = {k: opts.pop(k) for k in ("block_dim", "expect", "check") if k in opts}
-    opts.pop("repeat", None)
+    pro = {k: opts.pop(k) for k in ("block_dim", "expect", "check", "repeat") if k in opts}
     have = code_op(doc).attrs["backend"] if doc.level == "code" else None
     want, notice = resolve_backend(backend or have or "c")
     if want == "c" and have != "c":

@@ -76,7 +76,7 @@ def run_doc(doc, progress, inputs, single, bind, seed, outputs, threads, backend
     if is_pro(doc):
         return run(doc, inputs=arrays, bind=parse_assignments(bind, "--bind", number),
                    seed=seed, threads=threads, verify=verify, outputs_path=outputs,
-                   **_pro_options(doc, pro or {}))
+                   repeat=repeat, backend=backend, **_pro_options(doc, pro or {}))
     if pro and any(v is not None for v in pro.values()):
         raise UsageError("--block-dim, --expect and --no-check apply to Pro kernels")
     if doc.level not in ("code", "run"):

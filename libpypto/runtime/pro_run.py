@@ -30,7 +30,7 @@ def scalar_names(doc) -> list:
 
 def run_record(doc, inputs=None, bind=None, seed=0, threads=None, verify=True,
                outputs_path=None, block_dim=1, expect=None, golden=None, check=True,
-               notice=None, backend="numpy") -> Document:
+               notice=None, backend="numpy", repeat=1) -> Document:
     """Run a Pro document. backend "c": its C (a code-level document's source) runs and is
     compared with the Pro runner (numpy, with the checker); "numpy": the Pro runner only."""
     from ..analysis.bind import param_roles
@@ -48,14 +48,15 @@ def run_record(doc, inputs=None, bind=None, seed=0, threads=None, verify=True,
     run = _Runs(doc, start, {**env, **scalars}, block_dim, threads or host_cpus(), check,
                 backend)
     arrays, wall = run.main()
+    walls = [wall] + [run.again() for _ in range(max(1, repeat) - 1)]
     checks, what = _checks(run, arrays, env, scalars, roles, expect, golden) if verify \
         else ([], [])
     verdict = "unchecked" if not checks else \
         ("pass" if all(c["ok"] for c in checks) else "fail")
     said = f"checked against {' and '.join(what)}" if what else "not checked"
     how = "its C" if backend == "c" else "the Pro runner"
-    attrs = {"verdict": verdict, "backend": backend, "threads": run.threads, "wall_s": wall,
-             "walls_s": [wall], "bindings": dict(sorted({**env, **{
+    attrs = {"verdict": verdict, "backend": backend, "threads": run.threads,
+             "wall_s": walls[-1], "walls_s": walls, "bindings": dict(sorted({**env, **{
                  k: v for k, v in scalars.items() if isinstance(v, int)},
                  "block_num": block_dim}.items())),
              "outputs": _outputs(arrays, roles, outputs_path, True), "checks": checks,
@@ -103,6 +104,16 @@ class _Runs:
         self.numpy_out = self.pro_runner(self.threads, self.check)
         out = self.fresh()
         return out, self.native(out, self.env, self.block_dim, self.threads)
+
+    def again(self) -> float:
+        """One more run of the reported execution (--repeat), without the checker: its wall
+        time (the outputs are the same bits)."""
+        out = self.fresh()
+        if self.native is not None:
+            return self.native(out, self.env, self.block_dim, self.threads)
+        t0 = time.perf_counter()
+        pro_run(self.doc, out, self.env, self.block_dim, self.threads, False)
+        return time.perf_counter() - t0
 
     def rerun(self) -> dict:
         if self.native is None:

@@ -167,3 +167,20 @@ def test_dropping_a_sync_is_caught(tmp_path, name, line):
         if rec.body[0].attrs["verdict"] == "fail":
             raise PyptoError("mismatch")
     assert re.search(r"race|never waited|no sync_src|deadlock|mismatch", str(e.value))
+
+
+def test_run_options_for_pro(tmp_path):
+    base = [str(BIN / "pypto-run"), str(PRO / "vadd.py"), "--block-dim", "2", "--bind",
+            "x_0=40", "-o", "/dev/null"]
+    r = subprocess.run(base + ["--backend", "numpy", "--repeat", "3"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "the Pro runner, block_dim 2" in r.stderr and "best of 3" in r.stderr
+    r = subprocess.run(base + ["--sanitize"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--sanitize does not take Pro kernels" in r.stderr
+    r = subprocess.run([str(BIN / "pypto-trace"), str(PRO / "vadd.py"), "--target", "950",
+                        "-S"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "ub=253952" in r.stdout
+    r = subprocess.run(base + ["--no-check", "--block-dim", "0"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 1 and "block_dim must be a positive int" in r.stderr
