@@ -22,10 +22,11 @@ instruction records the valid region its destination has at that point of the tr
 """
 from __future__ import annotations
 
+from ..errors import CompileError
 from ..ir import expr as E
 from ..ir.core import make
 from ..ir.types import TileType as IRTile
-from .dsl import ALIGN, TileLayout, TileType, expr_of, wrap
+from .dsl import ALIGN, TileLayout, TileType, expr_of
 from .state import current
 
 _ALIGN_ROW = 32
@@ -256,10 +257,6 @@ def set_validshape(tile, shape):
         owner.valid = bounded
 
 
-def valid_of(tile) -> list:
-    return [wrap(v) if False else v for v in tile.valid]
-
-
 def check_overlaps(t) -> None:
     """Two live tiles (one section, one space) whose byte ranges overlap: an error."""
     by_core: dict = {}
@@ -273,7 +270,7 @@ def check_overlaps(t) -> None:
                     break
                 hit = _overlap(a.spans, b.spans)
                 if hit:
-                    raise CompileError_at(a, b, hit, core)
+                    raise _overlap_error(a, b, hit, core)
 
 
 def _overlap(sa, sb):
@@ -284,8 +281,7 @@ def _overlap(sa, sb):
     return None
 
 
-def CompileError_at(a, b, hit, core):
-    from ..errors import CompileError
+def _overlap_error(a, b, hit, core) -> CompileError:
     return CompileError(f"tiles {a.name} (line {a.loc.line if a.loc else '?'}) and {b.name} "
                         f"(line {b.loc.line if b.loc else '?'}) overlap in "
                         f"{a.type.memory.name} bytes [{hit[0]:#x}, {hit[1]:#x}) while both are "

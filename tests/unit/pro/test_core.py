@@ -228,3 +228,28 @@ def test_insert(backend):
     want[4:12, 16:48] = x
     want[0:3, 0:32] = x[:3]
     assert np.array_equal(y, want)
+
+
+def test_tiling_key_specialisations_and_tiling_data():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[3] / "examples" / "pro" / "tiling_key.py"
+    spec = importlib.util.spec_from_file_location("pro_tiling_key_test", path)
+    T = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(T)
+    x, y = rand(64, 128), rand(64, 128)
+    runs = [(0, 16, 4, 0.5), (1, 8, 8, 2.0), (0, 16, 2, 3.0), (1, 8, 4, 0.25)]
+    for op, rows, n_tiles, scale in runs:
+        z = np.zeros_like(x)
+        T.keyed[None, 2, {"Op": op, "Rows": rows}](x, y, z, T.Tiling(n_tiles=n_tiles,
+                                                                      scale=scale))
+        done = n_tiles * rows
+        want = ((x + y) if op == 0 else (x * y))[:done] * np.float32(scale)
+        assert np.array_equal(z[:done], want) and not z[done:].any()
+    assert T.keyed.compiles == 2           # one per key: TilingData never recompiles
+    docs = {tuple(sorted(d.attrs["consts"].items())): d for d in T.keyed._cache.values()}
+    from libpypto.ir import text
+    add = text.print_doc(docs[(("Op", 0), ("Rows", 16))])
+    mul = text.print_doc(docs[(("Op", 1), ("Rows", 8))])
+    assert "tadd" in add and "tmul %" in mul and "tadd" not in mul   # the dead arm is gone
+    assert "ub.f32[16, 128]" in add and "ub.f32[8, 128]" in mul
