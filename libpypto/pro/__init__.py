@@ -75,9 +75,16 @@ class JitKernel(ProKernel):
 
     def launch(self, args: tuple, block_dim, key: dict | None = None, check: bool | None = None):
         from ..driver import pro_launch
+        from ..ir.core import Loc
+        where = Loc(self.file, self.fn.__code__.co_firstlineno)   # launch errors name the def
         if not isinstance(block_dim, int) or isinstance(block_dim, bool) or block_dim < 1:
-            raise UsageError(f"{self.name}: block_dim must be an int >= 1, not {block_dim!r}")
-        arrays, scalars, static = bind_args(self, args)
+            raise UsageError(f"{self.name}: block_dim must be an int >= 1, not {block_dim!r}",
+                             where)
+        try:
+            arrays, scalars, static = bind_args(self, args)
+        except UsageError as exc:
+            exc.loc = exc.loc or where
+            raise
         key = self.check_key(key)
         self._dtypes = tuple((n, str(a.dtype)) for n, a in arrays.items())
         doc = self.compile(static, key)
