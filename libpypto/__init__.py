@@ -27,7 +27,8 @@ _LAZY = {
 }
 
 
-_SUBMODULES = {"errors", "driver", "ir", "frontend", "passes", "sched", "codegen", "runtime",
+_SUBMODULES = {"errors", "driver", "ir", "frontend", "prolang", "pro", "passes", "sched",
+               "codegen", "runtime",
                "sim", "prof", "targets", "cli", "analysis"}
 
 

@@ -192,7 +192,7 @@ def trace(path: str, kernel: str | None = None, consts: dict | None = None,
                          f"tools (pypto-lower, pypto-run, ...)")
     with deadline(f"importing {os.path.basename(path)}"):
         module = load_op_file(path)
-    kernels = find_kernels(module)
+    kernels = find_kernels(module) + _pro_kernels(module)
     if not kernels:
         raise CompileError(f"{os.path.basename(path)} defines no @pypto.jit kernel")
     if kernel is None:
@@ -208,6 +208,11 @@ def trace(path: str, kernel: str | None = None, consts: dict | None = None,
             raise UsageError(f"no kernel {kernel!r} in {os.path.basename(path)} (kernels: {names})")
         k = found[0]
     with deadline(f"tracing {k.name}"):
+        if _is_pro(k):
+            doc = pro_trace(k, bind, consts, target)
+            doc.golden = getattr(module, f"reference_{k.name}", None) or \
+                getattr(module, "reference", None)
+            return doc
         return k.trace(consts or {}, bind or {}, target_for(None, target) if target else None)
 
 
@@ -224,6 +229,9 @@ def lower(doc: Document, pipeline: str | None = None, target=None, instrument=No
     """Run a pass pipeline (default: the rest of the standard lowering to exec)."""
     from .passes.pipeline import default_pipeline, parse_pipeline, run_pipeline
     _require_at_most(doc, "exec", "pypto-lower")
+    if is_pro(doc):     # a Pro kernel is written at the block level: verified, passed through
+        verify_or_raise(doc, "given to pypto-lower")
+        return doc
     tgt = target_for(doc, target)
     specs = parse_pipeline(pipeline) if pipeline else default_pipeline(doc.level, "exec")
     return run_pipeline(doc, specs, tgt, instrument)
@@ -274,6 +282,9 @@ def schedule(doc: Document, target=None, bind: dict | None = None) -> Document:
     from .sched import schedule as sched
     _require_at_most(doc, "sched", "pypto-sched")
     tgt = target_for(doc, target)
+    if is_pro(doc):     # task order only: a Pro kernel's launch size is its block_dim
+        return sched(_strip(doc, "exec", ("schedule",)) if doc.level == "sched" else doc,
+                     tgt, None)
     doc = to_exec(doc, tgt)
     if doc.level in ("sched",):
         doc = _strip(doc, "exec", ("schedule",))
@@ -311,6 +322,8 @@ def run(doc: Document, backend: str | None = None, target=None, trust_code: bool
     document's programs; trust_code=True runs it as it is (hand-edited C)."""
     from .runtime import code_op, resolve_backend, run_code
     _require_at_most(doc, "code", "pypto-run")
+    if is_pro(doc):
+        return _run_pro(doc, backend, target, trust_code, opts)
     have = code_op(doc).attrs["backend"] if doc.level == "code" else None
     want, notice = resolve_backend(backend or have or "c")
     if want != have:
@@ -343,3 +356,89 @@ def profile(doc: Document, **opts):
     if doc.level != "run":
         doc = run(doc)
     return prof(doc, **opts)
+
+
+# -- Pro mode ---------------------------------------------------------------------------------
+
+PRO_ARCH_TARGET = {"a2": "a2", "a3": "a3", "a5": "950", "950": "950"}
+
+
+def pro_trace(k, static: dict | None = None, key: dict | None = None,
+              target=None) -> Document:
+    """A Pro kernel (libpypto.prolang.ProKernel) traced into its block-level document for
+    STATIC sizes and TilingKey values, its buffer plan checked against the kernel's arch
+    (default a2) or `target` (--target: a name or a file), verified."""
+    from .targets import load_target
+    target = target_for(None, target) if target else \
+        load_target(PRO_ARCH_TARGET[k.options["arch"]])
+    buffers = dict(target["buffers"])
+    doc = k.trace(static or {}, key or {}, buffers)
+    doc.attrs["target"] = target.record()
+    verify_or_raise(doc, "made by the Pro front end")
+    return doc
+
+
+def pro_launch(doc: Document, arrays: dict, scalars: dict, block_dim: int,
+               threads: int | None = None, check: bool = True, backend: str = "numpy") -> dict:
+    """Run a Pro kernel's document on the host: arrays by parameter name (written in
+    place), scalars by program scalar name (DYNAMIC dims are taken from the arrays).
+    backend "numpy": the Pro runner (libpypto.runtime.pro_exec), with the race checker
+    when check; "c": the checker first (the Pro runner on copies, when check), then the
+    kernel's C (codegen/pro_c.py; the document must be code-level with C, see pro_code)."""
+    from .runtime.pro_exec import run as pro_run
+    from .targets import host_cpus
+    env = dict(scalars)
+    for op in doc.body:
+        if op.name == "gm":
+            for axis, d in enumerate(op.result.type.shape):
+                if not isinstance(d, int):
+                    env[str(d)] = int(arrays[op.attrs["param"]].shape[axis])
+    threads = threads or host_cpus()
+    if backend != "c":
+        return pro_run(doc, arrays, env, block_dim, threads, check)
+    from .runtime import code_op
+    from .runtime.pro_native import ProNative
+    if check:
+        pro_run(doc, {k: v.copy() for k, v in arrays.items()}, env, block_dim, threads, True)
+    native = getattr(doc, "native", None)
+    if native is None:
+        native = doc.native = ProNative(doc, code_op(doc).attrs["source"])
+    return {"clusters": block_dim, "wall_s": native(arrays, env, block_dim, threads)}
+
+
+def pro_code(doc: Document) -> Document:
+    """A Pro document brought to the code level with its C (pypto-emit's library call)."""
+    return emit(doc, "c")
+
+
+def _run_pro(doc: Document, backend, target, trust_code: bool, opts: dict) -> Document:
+    """A Pro kernel: its C (emitted unless the document carries it) compared with the Pro
+    runner, or the Pro runner alone (backend numpy, or no C compiler)."""
+    from .runtime import code_op, resolve_backend
+    from .runtime.pro_run import run_record
+    from .runtime.compiler import _SANITIZE
+    if _SANITIZE.get():
+        raise UsageError("--sanitize does not take Pro kernels yet (their C runs in process)")
+    golden = getattr(doc, "golden", None)
+    pro = {k: opts.pop(k) for k in ("block_dim", "expect", "check", "repeat") if k in opts}
+    have = code_op(doc).attrs["backend"] if doc.level == "code" else None
+    want, notice = resolve_backend(backend or have or "c")
+    if want == "c" and have != "c":
+        doc = emit(doc, "c", target)
+    elif want == "c" and not trust_code:
+        _check_source(doc)
+    return run_record(doc, golden=golden, notice=notice, backend=want, **pro, **opts)
+
+
+def is_pro(doc: Document) -> bool:
+    return "pro" in doc.attrs
+
+
+def _pro_kernels(module) -> list:
+    from .prolang import ProKernel
+    return [v for v in vars(module).values() if isinstance(v, ProKernel)]
+
+
+def _is_pro(k) -> bool:
+    from .prolang import ProKernel
+    return isinstance(k, ProKernel)

@@ -101,7 +101,9 @@ def trace_doc(src: str, kernel: str | None = None, const=None, bind=None, target
     strings, or dicts); a --bind of a symbol the kernel does not have is an error."""
     from ..driver import trace
     from . import crash
-    binds = parse_assignments(bind, "--bind")
+    raw = parse_assignments(bind, "--bind", str) if not isinstance(bind, dict) else \
+        {k: str(v) for k, v in bind.items()}
+    binds = parse_assignments(bind, "--bind", number)
     try:
         with open(src, "rb") as f:
             crash.remember("op", f.read())
@@ -109,8 +111,20 @@ def trace_doc(src: str, kernel: str | None = None, const=None, bind=None, target
         pass          # trace() says why it cannot read it
     doc = trace(src, kernel=kernel, consts=parse_assignments(const, "--const", literal),
                 bind=binds, target=target)
+    if "pro" not in doc.attrs:          # Tensor mode: sizes only
+        for k, v in binds.items():
+            if not isinstance(v, int):
+                raise UsageError(f"--bind '{k}={raw[k]}': bad value '{raw[k]}'")
     _check_symbols(doc, binds)
     return doc
+
+
+def number(v: str):
+    """A --bind value: an int, or a float (a Pro kernel's float scalar or TilingData field)."""
+    try:
+        return int(v)
+    except ValueError:
+        return float(v)
 
 
 def load_doc(src: str, kernel: str | None = None, const=None, bind=None, target=None,

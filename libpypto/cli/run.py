@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import MismatchError, UsageError
-from . import load_doc, parse_assignments, save_doc
+from . import load_doc, number, parse_assignments, save_doc
 from .text import printable
 
 
@@ -30,7 +30,8 @@ def report(rec) -> str:
     lines = []
     if a.get("notice"):
         lines.append(a["notice"])
-    checks = "; ".join(f"{c['name']}: max abs err {c['max_abs_err']:.3g}"
+    checks = "; ".join(f"{c['name']}" + (f" vs {c['against']}" if c.get("against") else "") +
+                       f": max abs err {c['max_abs_err']:.3g}"
                        + (f", {c['mismatches']} mismatches" if not c["ok"] else "")
                        for c in a["checks"])
     lines.append(f"{k}: {a['verdict']}" + (f" ({checks})" if checks else ""))
@@ -44,9 +45,15 @@ def report(rec) -> str:
     took = f"{a['wall_s'] * 1e3:.3f} ms" if len(walls) == 1 else \
         f"{sorted(walls)[len(walls) // 2] * 1e3:.3f} ms median, {min(walls) * 1e3:.3f} ms best " \
         f"of {len(walls)}"
-    lines.append(f"{ntasks} task{'s' if ntasks != 1 else ''} of {nprog} program"
-                 f"{'s' if nprog != 1 else ''} in {took} ({how})"
-                 + (f" [{sizes}]" if sizes else ""))
+    if "pro" in rec.attrs:
+        runner = "C" if a["backend"] == "c" else "the Pro runner"
+        lines.append(f"block_dim {a['bindings'].get('block_num', '?')} in {took} ({runner}, "
+                     f"{a['threads']} thread{'s' if a['threads'] != 1 else ''})"
+                     + (f" [{sizes}]" if sizes else ""))
+    else:
+        lines.append(f"{ntasks} task{'s' if ntasks != 1 else ''} of {nprog} program"
+                     f"{'s' if nprog != 1 else ''} in {took} ({how})"
+                     + (f" [{sizes}]" if sizes else ""))
     return "".join(f"pypto-run: {printable(ln)}\n" for ln in lines)
 
 
@@ -60,11 +67,18 @@ def check_run_options(threads, repeat, backend) -> None:
 
 
 def run_doc(doc, progress, inputs, single, bind, seed, outputs, threads, backend, verify,
-            repeat, target, trust_code=False):
-    """Bring doc to the code level (the compiling phase), then run it; the run record."""
-    from ..driver import emit, read_arrays, run
+            repeat, target, pro=None, trust_code=False):
+    """Bring doc to the code level (the compiling phase), then run it; the run record.
+    pro: the Pro options (block_dim, expect, check), for a Pro kernel."""
+    from ..driver import emit, is_pro, read_arrays, run
     check_run_options(threads, repeat, backend)
     arrays = read_arrays(doc, inputs, parse_assignments(single, "--input", str))
+    if is_pro(doc):
+        return run(doc, inputs=arrays, bind=parse_assignments(bind, "--bind", number),
+                   seed=seed, threads=threads, verify=verify, outputs_path=outputs,
+                   repeat=repeat, backend=backend, **_pro_options(doc, pro or {}))
+    if pro and any(v is not None for v in pro.values()):
+        raise UsageError("--block-dim, --expect and --no-check apply to Pro kernels")
     if doc.level not in ("code", "run"):
         doc = emit(doc, backend or "c", target)
     from .progress import RUN_AFTER
@@ -74,15 +88,28 @@ def run_doc(doc, progress, inputs, single, bind, seed, outputs, threads, backend
                repeat=repeat, trust_code=trust_code)
 
 
+def _pro_options(doc, pro: dict) -> dict:
+    import numpy as np
+    out = {"block_dim": 1 if pro.get("block_dim") is None else pro["block_dim"],
+           "check": True if pro.get("check") is None else pro["check"]}
+    if pro.get("expect"):
+        try:
+            with np.load(pro["expect"]) as z:
+                out["expect"] = {k: z[k] for k in z.files}
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--expect {pro['expect']}: {exc}") from None
+    return out
+
+
 def run_main(src, inputs, single, bind, seed, outputs, threads, backend, verify, out, text,
-             repeat=1, kernel=None, const=None, target=None, full=False,
+             repeat=1, kernel=None, const=None, target=None, full=False, pro=None,
              trust_code=False):
     from .progress import progress
     check_run_options(threads, repeat, backend)
     with progress("pypto-run", "compiling") as p:
         doc = load_doc(src, kernel, const, bind, target)
         rec = run_doc(doc, p, inputs, single, bind, seed, outputs, threads, backend, verify,
-                      repeat, target, trust_code)
+                      repeat, target, pro, trust_code)
     sys.stderr.write(report(rec))
     keep = out != "-" or not sys.stdout.isatty()
     if keep:
@@ -93,4 +120,5 @@ def run_main(src, inputs, single, bind, seed, outputs, threads, backend, verify,
     a = rec.body[0].attrs
     if a["verdict"] == "fail":
         bad = ", ".join(c["name"] for c in a["checks"] if not c["ok"])
-        raise MismatchError(f"outputs differ from the numpy reference ({bad})")
+        raise MismatchError(f"outputs differ from the numpy reference ({bad})" if "pro" not in
+                            rec.attrs else f"outputs differ ({bad}): {a['notice']}")

@@ -6,6 +6,7 @@ about the program (c_plan.py does).
 """
 from __future__ import annotations
 
+from ..errors import PyptoError
 from ..ir import expr as E
 from . import c_text as c
 
@@ -290,3 +291,23 @@ class MoreInstrs:
         self.emit("}")
         self.depth -= 1
         self.emit("}")
+
+    def i_tinsert(self, op) -> None:
+        """dst[o0 + i][o1 + j] = src[i][j] over the source's valid region (default: all)."""
+        d, src = op.operands
+        (r, c_), C = src.type.shape, d.type.shape[1]
+        o0, o1 = (self.ex(o) for o in op.attrs["offsets"])
+        valid = op.attrs.get("valid") or [r, c_]
+        vr, vc = (f"pp_max(0, pp_min({n}, {self.ex(v)}))" for n, v in zip((r, c_), valid))
+        i, j = self.fresh(), self.fresh("j")
+        self.emit(f"for (int64_t {i} = 0; {i} < {vr}; {i}++) for (int64_t {j} = 0; {j} < {vc}; "
+                  f"{j}++) {self.names[d]}[({o0} + {i}) * {C} + {o1} + {j}] = "
+                  f"{self.names[src]}[{i} * {c_} + {j}];")
+
+    def i_sync(self, op) -> None:
+        """Synchronisation (libpypto/ir/pro_ops.py): a program run in order on one thread
+        already honours it, so it prints as a comment; cross-core events need the Pro runner."""
+        if op.name in ("cross_set", "cross_wait"):
+            raise PyptoError(f"C backend: {op.name} (a cross-core event) runs only on the Pro "
+                             f"runner", op.loc)
+        self.emit(f"/* {op.name}: ordered by program order */")

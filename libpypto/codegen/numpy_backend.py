@@ -94,6 +94,17 @@ class _Program:
                 self.op(inner, d + 1)
             del self.syms[a["var"]]
             return
+        if n == "if":         # a Pro kernel's runtime branch
+            self.emit(d, f"if {self.ex(a['cond'])}:")
+            for inner in op.regions[0] or []:
+                self.op(inner, d + 1)
+            if not op.regions[0]:
+                self.emit(d + 1, "pass")
+            if op.regions[1]:
+                self.emit(d, "else:")
+                for inner in op.regions[1]:
+                    self.op(inner, d + 1)
+            return
         if n not in OPS or "numpy" not in OPS[n].impl:
             raise PyptoError(f"numpy backend: no rule for instruction {n!r}", op.loc)
         fn, lead, attrs = numpy_call(op)

@@ -13,6 +13,38 @@ from .srclines import LineNotes, printable, source_map
 _MOVES = ("tmov", "tcvt", "treshape", "textract", "texpands")    # listed with their offsets
 
 
+def _pro_instr(op, names: dict, lines: list, depth: int, notes) -> None:
+    """A Pro kernel's runtime branch or synchronisation instruction."""
+    ind, a = "  " * depth, op.attrs
+    if op.name != "if":
+        lines.append(f"{ind}{a.get('pipe', '?'):<5} {OPS[op.name].pto} {_SYNC[op.name](a)}")
+        return
+    lines.append(f"{ind}IF {E.to_str(a['cond'])}")
+    for k, region in enumerate(op.regions):
+        if k:
+            lines.append(f"{ind}ELSE")
+        for inner in region:
+            _instr(inner, names, lines, depth + 1, notes)
+    lines.append(f"{ind}ENDIF")
+
+
+def _ev(a) -> str:
+    return E.to_str(a["event_id"])
+
+
+# the synchronisation instructions (ir/pro_ops.py): their operands as the listing shows them
+_SYNC = {
+    "sync_set": lambda a: f"{a['pipe']} -> {a['wait_pipe']}, #{_ev(a)}",
+    "sync_wait": lambda a: f"{a['set_pipe']} -> {a['pipe']}, #{_ev(a)}",
+    "barrier": lambda a: a["which"],
+    "mutex_lock": lambda a: f"#{E.to_str(a['mutex_id'])}",
+    "mutex_unlock": lambda a: f"#{E.to_str(a['mutex_id'])}",
+    "cross_set": lambda a: f"#{_ev(a)}, {a['mode']}",
+    "cross_wait": lambda a: f"#{_ev(a)}, {a['mode']}",
+    "mm_layout": lambda a: "on" if a["enabled"] else "off",
+}
+
+
 def listing(programs: list, doc=None) -> str:
     """The listing of the programs; with doc, the op file's lines it carries as `;` comments
     before the first instruction of each line (srclines.py)."""
@@ -45,7 +77,9 @@ def _program(p, notes: LineNotes) -> list[str]:
 
 def _tile_name(op, names: dict) -> str:
     t = op.result.type
-    name = f"{t.space.upper()}@0x{op.attrs.get('addr', 0):05x}"
+    addr = op.attrs.get("addr", 0)
+    name = f"{t.space.upper()}@0x{addr:05x}" if isinstance(addr, int) else \
+        f"{t.space.upper()}@({E.to_str(addr)})"      # a tile group slot chosen at run time
     names[op.result] = name
     return name
 
@@ -69,6 +103,9 @@ def _instr(op, names: dict, lines: list, depth: int, notes: LineNotes) -> None:
         for inner in op.regions[0]:
             _instr(inner, names, lines, depth + 1, notes)
         lines.append(f"{ind}ENDLOOP {a['var']}")
+        return
+    if n == "if" or n in _SYNC:
+        _pro_instr(op, names, lines, depth, notes)
         return
     pipe = a.get("pipe", "?")
     ops = [names.get(v, getattr(v, "name", "?")) for v in op.operands]

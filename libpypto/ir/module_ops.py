@@ -83,6 +83,7 @@ DOC = {
     # the op file's lines that ops are located at, [file, line, text]: comments in the
     # listing and the generated code (frontend/kernel.py source_lines)
     "lines": opt(ListOf(Tuple(Text(), NAT, Text()))),
+    "pro": opt(MapOf(Ident(), Anything())),      # a Pro kernel's launch facts (prolang)
 }
 
 

@@ -98,3 +98,5 @@ def _body(ops, scope: set, err) -> None:
             continue
         _uses(op, op.attrs, scope, err)
         _types(op, scope, err)
+        for r in op.regions:        # a program's runtime if (Pro mode)
+            _body(r, scope, err)

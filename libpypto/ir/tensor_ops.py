@@ -307,7 +307,7 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
     _d("check", (), (), {"cond": attr(EXPR), "what": attr(Text())}, None, trace="",
        where=("tensor", "module")),
     _d("loop", (), (), LOOP, None, trace="", where=("tensor", "module"), regions=1),
-    _d("if", (), (), {"cond": attr(EXPR)}, None, trace="", where=("tensor", "module"),
+    _d("if", (), (), {"cond": attr(EXPR)}, None, trace="", where=("tensor", "module", "tile"),
        regions=2),
 ]
 # `copy` (clone, expand_clone) is the elementwise copy with a broadcasting result

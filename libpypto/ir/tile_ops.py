@@ -125,6 +125,12 @@ def v_textract(op, err) -> None:
     _spaces(op, err)
 
 
+def v_tinsert(op, err) -> None:
+    dst, src = op.operands[0].type, op.operands[1].type
+    if dst.rank != 2 or src.rank != 2 or len(op.attrs["offsets"]) != 2 or dst.dtype != src.dtype:
+        err(f"tinsert of {src} into {dst}")
+
+
 def v_tmatmul(op, err) -> None:
     acc, a, b = (v.type for v in op.operands)
     if acc.rank != 2 or a.rank != 2 or b.rank != 2 or a.shape[1] != b.shape[0] or \
@@ -221,6 +227,10 @@ PIPED = {"pipe": opt(PIPE)}
 BOX = {"offsets": attr(EXPRS), "valid": attr(EXPRS), **PIPED}
 REGION = DictOf({"region_offsets": attr(EXPRS), "region_shape": attr(EXPRS)})
 VALID = {"valid": attr(EXPRS)}
+# Pro mode (libpypto.prolang) stamps the destination's valid region on the instructions that
+# have no region of their own: they touch only that region (the Pro runner honours it; Tensor
+# mode never writes it)
+PRO_VALID = {"valid": opt(EXPRS)}
 
 
 def _i(name, operands, attrs, verify, pipe, pto, numpy=None, c=None, writes=(0,),
@@ -231,29 +241,34 @@ def _i(name, operands, attrs, verify, pipe, pto, numpy=None, c=None, writes=(0,)
 
 
 def _elementwise(d: O.Elementwise) -> OpDef:
-    attrs = {"scalar": opt(Ex(num=True)), "scalar_side": opt(Str("lhs", "rhs"))}
+    attrs = {"scalar": opt(Ex(num=True)), "scalar_side": opt(Str("lhs", "rhs")), **PRO_VALID}
     return _i("t" + d.name, (TL,) * (d.arity + 1), attrs, v_elementwise, _pipe_vector, d.pto,
               numpy="telementwise", c="i_elementwise", optional=1 if d.arity == 2 else 0)
 
 
 DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
-    OpDef("tile", W, (), 0, (TL,), 0, {"addr": opt(NAT)}, None, {"c": "i_tile"}),
+    # addr: a byte offset; Pro mode may make it an expression (a tile group's slot chosen at
+    # run time) and names the tile (name) for its messages
+    OpDef("tile", W, (), 0, (TL,), 0, {"addr": opt(EXPR), "name": opt(Ident())}, None,
+          {"c": "i_tile"}),
     OpDef("arg", W, (), 0, (GM,), 0, {"index": attr(NAT)}, None, {}),
     OpDef("for", W, (), 0, (), 1, {"var": attr(Ident()), "start": attr(EXPR),
                                    "stop": attr(EXPR), "step": attr(EXPR)}, None,
           {"c": "i_for"}),
     _i("tload", (TL, GM), BOX, v_copy_gm, "MTE2", "TLOAD"),
     _i("tstore", (TL, GM), BOX, v_copy_gm, _pipe_tstore, "TSTORE", writes=()),
-    _i("tmov", (TL, TL), {}, v_same_size, _pipe_tmov, "TMOV", numpy="tcopy"),
-    _i("tcvt", (TL, TL), {}, v_same_size, _pipe_vector, "TCVT", numpy="tcopy"),
+    _i("tmov", (TL, TL), dict(PRO_VALID), v_same_size, _pipe_tmov, "TMOV", numpy="tcopy"),
+    _i("tcvt", (TL, TL), dict(PRO_VALID), v_same_size, _pipe_vector, "TCVT", numpy="tcopy"),
     _i("treshape", (TL, TL), {}, v_same_size, _pipe_vector, "TRESHAPE", numpy="tcopy"),
-    _i("textract", (TL, TL), {"offsets": attr(EXPRS), "trans": opt(Bool())}, v_textract,
+    _i("textract", (TL, TL), {"offsets": attr(EXPRS), "trans": opt(Bool()), **PRO_VALID}, v_textract,
        "MTE1", "TEXTRACT"),
-    _i("tmatmul", (TL, TL, TL), {"init": attr(EXPR), "k_valid": attr(EXPR)}, v_tmatmul, "M",
+    _i("tinsert", (TL, TL), {"offsets": attr(EXPRS), **PRO_VALID}, v_tinsert, _pipe_vector,
+       "TINSERT", reads_dest=(0,)),
+    _i("tmatmul", (TL, TL, TL), {"init": attr(EXPR), "k_valid": attr(EXPR), **PRO_VALID}, v_tmatmul, "M",
        "TMATMUL", reads_dest=(0,)),
     _i("treduce", (TL, TL), {"kind": attr(Str("sum", "prod", "max", "min")),
                              "dims": attr(INTS), **VALID}, v_treduce, _pipe_vector, "TREDUCE"),
-    _i("texpands", (TL,), {"value": attr(Ex(num=True))}, None, _pipe_vector, "TEXPANDS"),
+    _i("texpands", (TL,), {"value": attr(Ex(num=True)), **PRO_VALID}, None, _pipe_vector, "TEXPANDS"),
     _i("tiota", (TL,), {"start": attr(Ex(num=True)), "step": attr(Ex(num=True)),
                         "offset": attr(EXPR)}, v_tiota, _pipe_vector, "TIOTA"),
     _i("ttri", (TL, TL), {"lower": attr(Bool()), "diagonal": attr(Int()), "row0": attr(EXPR),

@@ -245,10 +245,10 @@ class _Verifier:
                          f"({cap:,} B)", loc)
             elif assigned and t.space in ("any", "gm"):
                 self.err(f"tile in space {t.space!r} at block level (run assign-memory)", loc)
-            elif assigned and op.attrs.get("addr", 0) % 32:
+            elif assigned and isinstance(op.attrs.get("addr", 0), int) and op.attrs.get("addr", 0) % 32:
                 self.err(f"tile address {op.attrs['addr']} is not 32-byte aligned", loc)
             return
-        if op.name in ("for", "arg"):
+        if op.name in ("for", "arg", "if"):
             return
         for v in op.operands:
             if isinstance(v.type, TileType) and v not in declared:

@@ -200,3 +200,15 @@ def tmatmul(acc, a, b, init, k_valid) -> None:
     k = max(0, min(int(k_valid), a.shape[1]))
     prod = work(a[:, :k]) @ work(b[:k, :])
     _put(acc, prod if init else work(acc) + prod)
+
+
+def tinsert(dst, src, offsets, valid=None) -> None:
+    r, c = src.shape if valid is None else (max(0, min(int(v), n)) for v, n in
+                                             zip(valid, src.shape))
+    o0, o1 = (int(o) for o in offsets)
+    _put(dst[o0:o0 + r, o1:o1 + c], src[:r, :c])
+
+
+def tsync(**_attrs) -> None:
+    """Synchronisation instructions (libpypto/ir/pro_ops.py): no-ops in program order; the
+    Pro runner (pro_exec.py) gives them their meaning between pipes and cores."""

@@ -81,7 +81,8 @@ def parse(path: pathlib.Path) -> CaseFile:
 
 FILES = [parse(p) for p in sorted(HERE.glob("*/*.test")) if p.parent.name != "Inputs"]
 # the cases `make check` runs (one or two per tool, seconds in all); the rest are slow
-FAST = {"trace/softmax.test", "trace/version.test", "lower/softmax.test", "lower/pass-dce.test",
+FAST = {"pro/errors.test", "trace/softmax.test", "trace/version.test", "lower/softmax.test",
+        "lower/pass-dce.test",
         "lower/list-passes.test", "sched/softmax.test"}
 
 

@@ -21,9 +21,9 @@ FLOORS = {
     "errors": 0,
     "ir": 1,
     "targets": 2, "analysis": 2,
-    "frontend": 3, "passes": 3, "sched": 3, "codegen": 3, "runtime": 3, "sim": 3, "prof": 3,
+    "frontend": 3, "prolang": 3, "passes": 3, "sched": 3, "codegen": 3, "runtime": 3, "sim": 3, "prof": 3,
     "driver": 4,
-    "jit": 5,
+    "jit": 5, "pro": 5,
     "cli": 6,
     "tools": 7,
 }

@@ -15,7 +15,8 @@ EPILOG = examples(
     "pypto-trace examples/softmax.py | pypto-run --bind x_0=4096",
     "pypto-run examples/softmax.py --inputs in.npz --outputs out.npz",
     "pypto-run op.code --input x=x.npy --threads 1 --backend numpy -o run.msgpack",
-    "pypto-run op.code --bind x_0=64 | pypto-prof")
+    "pypto-run op.code --bind x_0=64 | pypto-prof",
+    "pypto-run examples/pro/vadd.py --block-dim 8 --bind x_0=1000      # a Pro kernel")
 
 
 @app.command(epilog=EPILOG)
@@ -30,6 +31,9 @@ def run(
     version: Version = False,
     sanitize: bool = typer.Option(False, "--sanitize", help="build with AddressSanitizer and UBSan, run in a child process"),
     trust_code: bool = typer.Option(False, "--trust-code", help="run a code file's C source even where it is not what pypto-emit makes of the file (hand-edited C runs as code: only for files you trust)"),
+    block_dim: Optional[int] = typer.Option(None, "--block-dim", help="Pro kernel: the launch's block_dim (default 1)"),
+    expect: Optional[str] = typer.Option(None, "--expect", help="Pro kernel: .npz of the expected outputs by name"),
+    check: Optional[bool] = typer.Option(None, "--check/--no-check", help="Pro kernel: run the race and sync checker (default on)"),
 ) -> None:
     """Run SRC on the host: bind sizes, prepare data, execute, verify; report on stderr."""
     from libpypto.cli.run import run_main
@@ -37,7 +41,8 @@ def run(
     with sanitizing(sanitize):      # compiler.py: a sanitized build runs in a child process
         run_main(src, inputs, input or [], bind or [], seed, outputs, threads,
                  sanitized_backend(sanitize, backend), verify, out, text, repeat, kernel, const,
-                 target, full, trust_code=trust_code)
+                 target, full, {"block_dim": block_dim, "expect": expect, "check": check},
+                 trust_code=trust_code)
 
 
 def main() -> None:

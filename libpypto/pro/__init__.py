@@ -1,0 +1,178 @@
+"""Pro mode: `import libpypto.pro as pl` (DESIGN.md section 4). The language
+(libpypto.prolang, every name re-exported here) and `pl.jit`: launch, compile cache, run.
+
+    @pl.jit                                   # or @pl.jit(auto_mutex=True, tiling_key=Key,
+    def vadd(x: pl.Tensor[[pl.DYNAMIC, 1024], pl.DT_FP32], ...):  #  name=..., arch="a2")
+        ...
+    vadd[8](x, y, z)                   # block_dim 8
+    vadd[None, 8](x, y, z)             # [stream, block_dim]; stream is accepted, may be None
+    attn[None, 4, {"Causal": 1}](...)  # [stream, block_dim, TilingKey values]
+    vadd(x, y, z)                      # block_dim 1
+
+Arguments: numpy arrays (anything numpy.asarray takes) for the tensors, in order; Python
+numbers for the runtime scalars; a TilingData instance last. Launch is synchronous on the
+host (results are in the arrays when the call returns).
+
+The compile cache (per kernel, in-process) is keyed on the tensors' dtypes, the STATIC
+sizes, the TilingKey values, the jit options and the pypto version; DYNAMIC dims, scalars,
+TilingData and block_dim are runtime values and never recompile. `kernel.compiles` counts
+compiles, `kernel.last_doc` is the last launch's block-level document. The race and sync
+checker runs on every launch (`kernel.check = False`, or `check=False` on
+`kernel.launch(...)`, skips it). `kernel.backend = "c"` runs the kernel's C (compiled once
+per signature, after the checker has run the Pro runner on copies) instead of the Pro
+runner (numpy, the default).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import RELEASE, UsageError
+from .. import prolang as _lang
+from ..prolang import ProKernel
+from ..prolang.dsl import DYNAMIC, STATIC
+
+
+class JitKernel(ProKernel):
+    """A Pro kernel you can launch."""
+
+    def __init__(self, fn, **options):
+        super().__init__(fn, **options)
+        self._cache: dict = {}
+        self.compiles = 0
+        self.check = True
+        self.threads = None
+        self.last_doc = None
+        self.backend = "numpy"
+        self._dtypes = ()
+
+    def __getitem__(self, item):
+        item = item if isinstance(item, tuple) else (item,)
+        if len(item) == 1:
+            return _Launch(self, None, item[0], None)
+        if len(item) in (2, 3):
+            return _Launch(self, item[0], item[1], item[2] if len(item) == 3 else None)
+        raise UsageError(f"{self.name}[...] takes [block_dim], [stream, block_dim] or "
+                         f"[stream, block_dim, tiling_key_dict], not {len(item)} items")
+
+    def __call__(self, *args):
+        return self.launch(args, 1)
+
+    def compile(self, static: dict, key: dict):
+        """The document for one signature (cached)."""
+        from ..driver import pro_trace
+        ck = (tuple(sorted(static.items())), tuple(sorted(key.items())),
+              tuple(sorted(self.options.items())), RELEASE, self._dtypes)
+        ck = ck + (self.backend,)
+        doc = self._cache.get(ck)
+        if doc is None:
+            doc = pro_trace(self, static, key)
+            if self.backend == "c":
+                from ..driver import pro_code
+                doc = pro_code(doc)
+            self._cache[ck] = doc
+            self.compiles += 1
+        return doc
+
+    def launch(self, args: tuple, block_dim, key: dict | None = None, check: bool | None = None):
+        from ..driver import pro_launch
+        from ..ir.core import Loc
+        where = Loc(self.file, self.fn.__code__.co_firstlineno)   # launch errors name the def
+        if not isinstance(block_dim, int) or isinstance(block_dim, bool) or block_dim < 1:
+            raise UsageError(f"{self.name}: block_dim must be an int >= 1, not {block_dim!r}",
+                             where)
+        try:
+            arrays, scalars, static = bind_args(self, args)
+        except UsageError as exc:
+            exc.loc = exc.loc or where
+            raise
+        key = self.check_key(key)
+        self._dtypes = tuple((n, str(a.dtype)) for n, a in arrays.items())
+        doc = self.compile(static, key)
+        self.last_doc = doc
+        work = {n: _contiguous(a) for n, a in arrays.items()}
+        out = pro_launch(doc, work, scalars, block_dim, self.threads,
+                         self.check if check is None else check, self.backend)
+        for n, a in arrays.items():
+            if work[n] is not a:
+                a[...] = work[n]
+        return out
+
+
+class _Launch:
+    def __init__(self, k: JitKernel, stream, block_dim, key):
+        self.k, self.stream, self.block_dim, self.key = k, stream, block_dim, key
+        if key is not None and not isinstance(key, dict):
+            raise UsageError(f"{k.name}[stream, block_dim, key]: the key must be a dict of "
+                             f"TilingKey field values, not {key!r}")
+
+    def __call__(self, *args):
+        return self.k.launch(args, self.block_dim, self.key)
+
+
+def jit(fn=None, **options):
+    """@pl.jit or @pl.jit(auto_mutex=True, tiling_key=None, datatype=None, name=None,
+    arch=None, pipeline=None)."""
+    if fn is None:
+        return lambda f: JitKernel(f, **options)
+    return JitKernel(fn)
+
+
+def bind_args(k: ProKernel, args: tuple) -> tuple:
+    """(arrays by name, program scalars by name, STATIC sizes) of a launch's arguments."""
+    import numpy as np
+    params = k.params
+    if len(args) != len(params):
+        names = ", ".join(p.name for p in params)
+        raise UsageError(f"{k.name}() takes {len(params)} arguments ({names}), not {len(args)}")
+    arrays, scalars, static = {}, {}, {}
+    for p, a in zip(params, args):
+        if p.kind == "tensor":
+            arr = a if isinstance(a, np.ndarray) else np.asarray(a)
+            _check_tensor(k, p, arr)
+            arrays[p.name] = arr
+            for axis, d in enumerate(p.spec.shape):
+                if d is STATIC:
+                    static[f"{p.name}_{axis}"] = int(arr.shape[axis])
+        elif p.kind == "scalar":
+            scalars[p.name] = _scalar(k, p, a)
+        else:
+            if not isinstance(a, p.spec):
+                raise UsageError(f"{k.name}(): {p.name} must be a {p.spec.__name__} instance")
+            for f in dataclasses.fields(a):
+                v = getattr(a, f.name)
+                scalars[f"{p.name}_{f.name}"] = float(v) if isinstance(v, float) else int(v)
+    return arrays, scalars, static
+
+
+def _check_tensor(k, p, arr) -> None:
+    spec = p.spec
+    if arr.dtype != spec.dtype.np:
+        raise UsageError(f"{k.name}(): {p.name} has dtype {arr.dtype}, the kernel declares "
+                         f"{spec.dtype.np_name}")
+    if arr.ndim != len(spec.shape):
+        raise UsageError(f"{k.name}(): {p.name} has {arr.ndim} dims, the kernel declares "
+                         f"{len(spec.shape)}")
+    for axis, (d, n) in enumerate(zip(spec.shape, arr.shape)):
+        if isinstance(d, int) and d != n:
+            raise UsageError(f"{k.name}(): {p.name} dim {axis} is {n}, the kernel declares {d}")
+        if d is DYNAMIC and n < 1:
+            raise UsageError(f"{k.name}(): {p.name} dim {axis} is empty")
+
+
+def _scalar(k, p, a):
+    if p.spec.is_float:
+        if not isinstance(a, (int, float)) or isinstance(a, bool):
+            raise UsageError(f"{k.name}(): scalar {p.name} must be a number, not {a!r}")
+        return float(a)
+    if not isinstance(a, int) and not (hasattr(a, "__index__") and not isinstance(a, float)):
+        raise UsageError(f"{k.name}(): scalar {p.name} ({p.spec.api}) must be an int, not {a!r}")
+    return int(a)
+
+
+def _contiguous(a):
+    import numpy as np
+    return a if a.flags.c_contiguous and a.flags.writeable else np.ascontiguousarray(a)
+
+
+globals().update({_n: getattr(_lang, _n) for _n in _lang.__all__})   # the language, as pl.*
+__all__ = list(_lang.__all__) + ["jit", "JitKernel"]

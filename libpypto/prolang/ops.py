@@ -1,0 +1,440 @@
+"""Pro-mode instructions: data movement, vector compute and cube compute, destination first.
+
+Each call checks its operands (spaces, shapes, dtypes, layouts, the section it is in) and
+records one block-level tile instruction (libpypto/ir/tile_ops.py) on the pipe its spaces
+give (reference section 1.6): load GM -> Vec/Mat on MTE2; store Vec -> GM on MTE3 and
+Acc -> GM on FIX; move Mat -> Left/Right on MTE1 (textract), Acc -> Vec on FIX, Mat <-> Vec
+on V (tmov); vector compute on V; matmul on M.
+
+Names and argument orders are Pro's (`pypto_pro.language._api`); choices:
+- tile-tile forms take tiles of one shape, dtype and layout (no broadcast, no promotion);
+  the tile-scalar form is the same name with a number or an integer runtime scalar last.
+- compare ops (eq ne lt le gt ge) write a pl.DT_BOOL tile (Pro's packed predicate mask is a
+  hardware encoding); select(out, mask, lhs, rhs_or_scalar, tmp) reads it.
+- reductions: sum / maximum / minimum (and max / min) with `dim=`: dim=0 reduces each row
+  to an [R, 1] tile, which must have layout pl.DN; dim=1 each column to a [1, C] tile; tmp
+  is a Vec tile of src's shape and dtype (checked, unused on the host).
+- expand_{add,sub,mul,div,max,min}(out, src, operand, dim=): dim=0 broadcasts an [R, 1]
+  (DN) operand along each row, dim=1 a [1, C] operand down each column.
+- a DN tile is a column tile: elementwise ops take it only with other DN tiles of its shape.
+- matmul_acc(dst, acc, ...) needs dst and acc to be the same tile (an in-place
+  accumulator); bias tiles are not built yet.
+Everything touches only the destination's valid region; loads and stores move only the
+valid region of the tile, and the runner refuses a box past the tensor's end.
+"""
+from __future__ import annotations
+
+from ..ir.core import make
+from ..ir.defs import pipe_of
+from ..ir.types import BOOL, TensorType
+from .dsl import TileLayout, expr_of
+from .state import current
+from .tiles import Tile
+
+VECTOR_UNARY = {"abs": "abs", "neg": "neg", "relu": "relu", "exp": "exp", "log": "log",
+                "sqrt": "sqrt", "rsqrt": "rsqrt", "recip": "reciprocal"}
+VECTOR_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "maximum",
+                 "minimum": "minimum", "and_": "bitwise_and", "or_": "bitwise_or",
+                 "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
+SPACE_NAME = {"ub": "Vec", "l1": "Mat", "l0a": "Left", "l0b": "Right", "l0c": "Acc"}
+
+
+class TensorView:
+    """A GM tensor parameter at trace time: name, dtype, shape (ints and Scalars)."""
+
+    def __init__(self, name: str, dtype, shape: list, index: int):
+        self.name, self.dtype, self.index = name, dtype, index
+        self.dims = shape                      # ints and expressions
+        from .dsl import wrap
+        self.shape = [wrap(d) for d in shape]
+
+    def ir_type(self) -> TensorType:
+        return TensorType(self.dtype, tuple(self.dims))
+
+    def value(self, t):
+        prog = t.program(f"a use of tensor {self.name}")
+        op = prog.args.get(self.name)
+        if op is None:
+            op = prog.args[self.name] = make("arg", (), (self.ir_type(),),
+                                             {"index": self.index}, names=[self.name])
+        return op.result
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.name})"
+
+
+def _tile(t, v, what: str) -> Tile:
+    if not isinstance(v, Tile):
+        raise t.error(f"{what} must be a tile (from pl.make_tile or a tile group), not {v!r}")
+    return v
+
+
+def _tensor(t, v, what: str) -> TensorView:
+    if not isinstance(v, TensorView):
+        raise t.error(f"{what} must be a GM tensor parameter, not {v!r}")
+    return v
+
+
+def _section_of(t, tiles) -> None:
+    core = t.section or ("vector" if not t.sections else None)
+    for x in tiles:
+        if core == "vector" and x.type.space != "ub":
+            raise t.error(f"tile {x.name} is in {SPACE_NAME[x.type.space]} (cube memory): "
+                          f"use it inside pl.section_cube()")
+        if core == "cube" and x.type.space == "ub":
+            raise t.error(f"tile {x.name} is in Vec (vector memory): use it inside "
+                          f"pl.section_vector()")
+
+
+def emit(name: str, operands: list, attrs: dict):
+    """One instruction on the pipe its definition gives, wrapped in the auto-mutex locks of
+    the tile-group slots it touches."""
+    t = current()
+    _section_of(t, [o for o in operands if isinstance(o, Tile)])
+    vals = [o.value(t) for o in operands]
+    op = make(name, vals, (), attrs, None, t.loc())
+    op.attrs["pipe"] = pipe_of(op)
+    locks = []
+    if t.auto_mutex:
+        for o in operands:
+            if isinstance(o, Tile) and o.slot is not None:
+                locks += [i for i in o.owner.mutex_of(o.slot) if i not in locks]
+    prog = t.program(name)
+    for i in locks:
+        prog.emit(make("mutex_lock", (), (), {"pipe": op.attrs["pipe"], "mutex_id": i},
+                       None, op.loc))
+    prog.emit(op)
+    t.pos += 1
+    for i in locks:
+        prog.emit(make("mutex_unlock", (), (), {"pipe": op.attrs["pipe"], "mutex_id": i},
+                       None, op.loc))
+    return op
+
+
+# -- data movement ----------------------------------------------------------------------------
+
+def _box(t, tile: Tile, tensor: TensorView, offsets, what: str) -> tuple:
+    offs = offsets if isinstance(offsets, (list, tuple)) else [offsets]
+    es = [expr_of(o) for o in offs]
+    if any(e is None for e in es):
+        raise t.error(f"{what} offsets must be integer scalars, not {offsets!r}")
+    rank = len(tensor.dims)
+    if len(es) != rank:
+        raise t.error(f"{what} of tensor {tensor.name} (rank {rank}) takes {rank} offsets, "
+                      f"not {len(es)}")
+    valid = [1] * (rank - 2) + list(tile.valid)
+    return es, valid
+
+
+def load(dst, src, offsets):
+    """pl.load(dst_tile, src_tensor, [row, col]): GM -> Vec/Mat (MTE2), element offsets."""
+    t = current()
+    dst, src = _tile(t, dst, "load destination"), _tensor(t, src, "load source")
+    if dst.type.space not in ("ub", "l1"):
+        raise t.error(f"load into a {SPACE_NAME[dst.type.space]} tile: GM loads go to Vec or "
+                      f"Mat (then pl.move to Left/Right)")
+    _same_dtype(t, "load", dst, src)
+    offs, valid = _box(t, dst, src, offsets, "load")
+    return emit("tload", [dst, src], {"offsets": offs, "valid": valid})
+
+
+def load_tile(dst, src, tile_offsets):
+    """pl.load_tile(dst_tile, src_tensor, [ti, tj]): offsets in tile units."""
+    return load(dst, src, _scaled(dst, tile_offsets))
+
+
+def _scaled(tile, offs):
+    t = current()
+    tile = _tile(t, tile, "load_tile / store_tile tile")
+    offs = list(offs) if isinstance(offs, (list, tuple)) else [offs]
+    lead = offs[:-2]
+    return lead + [o * n for o, n in zip(offs[-2:], tile.type.shape)]
+
+
+def _same_dtype(t, what, tile, tensor) -> None:
+    if tile.type.dtype != tensor.dtype and tile.type.space != "l0c":
+        raise t.error(f"{what} between a {tile.type.dtype} tile and a {tensor.dtype} tensor "
+                      f"(only stores from Acc convert; use pl.cast)")
+
+
+def store(dst, src, offsets, relu_pre_mode=None, scale=None, atomic=None, phase=None,
+          order=None):
+    """pl.store(dst_tensor, src_tile, offsets, phase=): Vec -> GM (MTE3), Acc -> GM (FIX)."""
+    t = current()
+    dst, src = _tensor(t, dst, "store destination"), _tile(t, src, "store source")
+    if src.type.space not in ("ub", "l0c"):
+        raise t.error(f"store from a {SPACE_NAME[src.type.space]} tile: stores go from Vec "
+                      f"or Acc")
+    if relu_pre_mode is not None or scale is not None or atomic not in (None,) or \
+            order is not None:
+        raise t.error("store: relu_pre_mode, scale, atomic and order are not built yet")
+    _same_dtype(t, "store", src, dst)
+    offs, valid = _box(t, src, dst, offsets, "store")
+    attrs = {"offsets": offs, "valid": valid}
+    return emit("tstore", [src, dst], attrs)
+
+
+def store_tile(dst, src, tile_offsets, **kw):
+    """pl.store_tile(dst_tensor, src_tile, [ti, tj], phase=): offsets in tile units."""
+    return store(dst, src, _scaled(src, tile_offsets), **kw)
+
+
+def move(dst, src, offset=None, acc_to_vec_mode=None, relu_pre_mode=None, scale=None):
+    """pl.move(dst_tile, src_tile, offset=None): Mat -> Left/Right (MTE1), Acc -> Vec (FIX),
+    Mat <-> Vec (V)."""
+    t = current()
+    dst, src = _tile(t, dst, "move destination"), _tile(t, src, "move source")
+    ds, ss = dst.type.space, src.type.space
+    if acc_to_vec_mode is not None or relu_pre_mode is not None or scale is not None:
+        raise t.error("move: acc_to_vec_mode, relu_pre_mode and scale are not built yet")
+    if ds in ("l0a", "l0b"):
+        if ss != "l1":
+            raise t.error(f"move into {SPACE_NAME[ds]} takes a Mat tile, not "
+                          f"{SPACE_NAME[ss]}")
+        if dst.type.dtype != src.type.dtype:
+            raise t.error(f"move of {src.type.dtype} into {dst.type.dtype}")
+        offs = [expr_of(o) for o in (offset or [0, 0])]
+        return emit("textract", [dst, src], {"offsets": offs, "valid": list(dst.valid)})
+    legal = {("l0c", "ub"), ("l1", "ub"), ("ub", "l1")}
+    if (ss, ds) not in legal:
+        raise t.error(f"move from {SPACE_NAME[ss]} to {SPACE_NAME[ds]} is not a path of the "
+                      f"core (Mat -> Left/Right, Acc -> Vec, Mat <-> Vec)")
+    if offset is not None or dst.type.shape != src.type.shape:
+        raise t.error(f"move from {SPACE_NAME[ss]} to {SPACE_NAME[ds]} copies a whole tile of "
+                      f"the same shape")
+    return emit("tmov", [dst, src], {"valid": list(dst.valid)})
+
+
+def insert(dst, src, offset):
+    """pl.insert(dst, src, [row, col]): src's valid region written into a larger Vec tile at
+    [row, col] (V); the rest of dst is kept."""
+    t = current()
+    dst, src = _tile(t, dst, "insert destination"), _tile(t, src, "insert source")
+    if dst.type.space != "ub" or src.type.space != "ub":
+        raise t.error("pl.insert takes Vec tiles (other spaces are not built yet)")
+    if dst.type.dtype != src.type.dtype:
+        raise t.error(f"pl.insert of a {src.type.dtype} tile into a {dst.type.dtype} tile")
+    offs = [expr_of(o) for o in (offset if isinstance(offset, (list, tuple)) else [offset])]
+    if len(offs) != 2 or any(o is None for o in offs):
+        raise t.error(f"pl.insert offset must be [row, col] integer scalars, not {offset!r}")
+    if all(isinstance(o, int) for o in offs) and any(
+            o < 0 or o + n > m for o, n, m in zip(offs, src.type.shape, dst.type.shape)):
+        raise t.error(f"pl.insert of a {list(src.type.shape)} tile at {offs} falls outside the "
+                      f"{list(dst.type.shape)} destination")
+    return emit("tinsert", [dst, src], {"offsets": offs, "valid": list(src.valid)})
+
+
+# -- vector compute ---------------------------------------------------------------------------
+
+def _vector(t, what: str, tiles: list, same_dtype=True) -> None:
+    for x in tiles:
+        if x.type.space != "ub":
+            raise t.error(f"{what} is a vector op: tile {x.name} is in "
+                          f"{SPACE_NAME[x.type.space]}, not Vec")
+    shapes = {x.type.shape for x in tiles}
+    if len(shapes) > 1:
+        raise t.error(f"{what} on tiles of different shapes "
+                      f"({', '.join(f'{x.name} {list(x.type.shape)}' for x in tiles)})")
+    layouts = {x.type.layout for x in tiles}
+    if len(layouts) > 1:
+        raise t.error(f"{what} mixes ND and DN tiles: a DN (column) tile is for reduction "
+                      f"outputs and expand operands")
+    if same_dtype and len({x.type.dtype for x in tiles}) > 1:
+        raise t.error(f"{what} on tiles of different dtypes "
+                      f"({', '.join(f'{x.name} {x.type.dtype}' for x in tiles)}): use pl.cast")
+
+
+def _scalar_attr(t, v, what: str):
+    if isinstance(v, float):
+        return v
+    e = expr_of(v)
+    if e is None:
+        raise t.error(f"{what}: the last operand must be a tile, a number or a runtime "
+                      f"scalar, not {v!r}")
+    return e
+
+
+def _unary(name: str):
+    def op(out, src):
+        t = current()
+        out, src = _tile(t, out, f"{name} out"), _tile(t, src, f"{name} src")
+        _vector(t, f"pl.{name}", [out, src])
+        return emit("t" + VECTOR_UNARY[name], [out, src], {"valid": list(out.valid)})
+    op.__name__ = name
+    op.__doc__ = f"pl.{name}(out, src): elementwise on the vector core."
+    return op
+
+
+def _binary(name: str):
+    def op(out, lhs, rhs, dim=None):
+        t = current()
+        if dim is not None:
+            if name not in ("maximum", "minimum"):
+                raise t.error(f"pl.{name} takes no dim= (reductions: sum, maximum, minimum)")
+            return _reduce(t, {"maximum": "max", "minimum": "min"}[name], out, lhs, rhs, dim)
+        out, lhs = _tile(t, out, f"{name} out"), _tile(t, lhs, f"{name} lhs")
+        if isinstance(rhs, Tile):
+            _binary_check(t, name, out, [lhs, rhs])
+            return emit("t" + VECTOR_BINARY[name], [out, lhs, rhs], {"valid": list(out.valid)})
+        _binary_check(t, name, out, [lhs])
+        return emit("t" + VECTOR_BINARY[name], [out, lhs],
+                    {"scalar": _scalar_attr(t, rhs, f"pl.{name}"), "scalar_side": "rhs",
+                     "valid": list(out.valid)})
+    op.__name__ = name
+    op.__doc__ = f"pl.{name}(out, lhs, rhs_tile_or_scalar): elementwise on the vector core."
+    return op
+
+
+def _binary_check(t, name, out, srcs) -> None:
+    _vector(t, f"pl.{name}", srcs)
+    _vector(t, f"pl.{name}", [out] + srcs, same_dtype=name not in COMPARE)
+    if name in COMPARE and out.type.dtype != BOOL:
+        raise t.error(f"pl.{name} writes a mask: its out tile must be pl.DT_BOOL, not "
+                      f"{out.type.dtype}")
+
+
+for _n in VECTOR_UNARY:
+    globals()[_n] = _unary(_n)
+for _n in VECTOR_BINARY:
+    globals()[_n] = _binary(_n)
+
+
+def cast(out, src, mode=None):
+    """pl.cast(out, src): convert to out's dtype (round to nearest even)."""
+    t = current()
+    out, src = _tile(t, out, "cast out"), _tile(t, src, "cast src")
+    _vector(t, "pl.cast", [out, src], same_dtype=False)
+    return emit("tcvt", [out, src], {"valid": list(out.valid)})
+
+
+def expands(out, scalar):
+    """pl.expands(out, scalar): fill the tile's valid region with a scalar."""
+    t = current()
+    out = _tile(t, out, "expands out")
+    _vector(t, "pl.expands", [out])
+    return emit("texpands", [out], {"value": _scalar_attr(t, scalar, "pl.expands"),
+                                    "valid": list(out.valid)})
+
+
+def select(out, mask, lhs, rhs, tmp=None):
+    """pl.select(out, mask, lhs, rhs, tmp): out = lhs where mask else rhs."""
+    t = current()
+    out, mask, lhs = (_tile(t, v, f"select {w}") for v, w in ((out, "out"), (mask, "mask"),
+                                                            (lhs, "lhs")))
+    if mask.type.dtype != BOOL:
+        raise t.error("pl.select: the mask must be a pl.DT_BOOL tile (from pl.eq, pl.gt, ...)")
+    if not isinstance(rhs, Tile):
+        raise t.error("pl.select with a scalar rhs is not built yet: fill a tile with "
+                      "pl.expands")
+    _vector(t, "pl.select", [out, lhs, rhs])
+    _vector(t, "pl.select", [out, mask], same_dtype=False)
+    return emit("twhere", [out, mask, lhs, rhs], {"valid": list(out.valid)})
+
+
+def _reduce(t, kind: str, out, src, tmp, dim):
+    out, src = _tile(t, out, "reduction out"), _tile(t, src, "reduction src")
+    tmp = _tile(t, tmp, "reduction tmp")
+    for x in (out, src, tmp):
+        if x.type.space != "ub":
+            raise t.error(f"reduction on tile {x.name} in {SPACE_NAME[x.type.space]}, not Vec")
+    R, C = src.type.shape
+    if dim not in (0, 1):
+        raise t.error(f"reduction dim must be 0 (each row) or 1 (each column), not {dim!r}")
+    want = [R, 1] if dim == 0 else [1, C]
+    if list(out.type.shape) != want:
+        raise t.error(f"reduction with dim={dim} of a {[R, C]} tile writes a {want} tile, not "
+                      f"{list(out.type.shape)}")
+    if dim == 0 and out.type.layout != TileLayout.DN:
+        raise t.error(f"a row reduction writes an [R, 1] column tile: give {out.name} "
+                      f"layout=pl.DN")
+    if tmp.type.shape != src.type.shape or tmp.type.dtype != src.type.dtype:
+        raise t.error(f"reduction tmp {tmp.name} must have src's shape and dtype")
+    if out.type.dtype != src.type.dtype:
+        raise t.error(f"reduction of {src.type.dtype} into a {out.type.dtype} tile")
+    dims = [1] if dim == 0 else [0]
+    emit("treduce", [out, src], {"kind": kind, "dims": dims, "valid": list(src.valid)})
+
+
+def sum(out, src, tmp, dim=0):       # noqa: A001 -- pl.sum, as in Pro
+    """pl.sum(out, src, tmp, dim=): row sums (dim=0, [R, 1] DN) or column sums (dim=1)."""
+    return _reduce(current(), "sum", out, src, tmp, dim)
+
+
+def max(out, src, tmp, dim=0):       # noqa: A001
+    """pl.max(out, src, tmp, dim=) on tiles: the reduction (as maximum with dim=)."""
+    return _reduce(current(), "max", out, src, tmp, dim)
+
+
+def min(out, src, tmp, dim=0):       # noqa: A001
+    return _reduce(current(), "min", out, src, tmp, dim)
+
+
+def _expand(name: str, base: str):
+    def op(out, src, operand, dim=0):
+        t = current()
+        out, src = _tile(t, out, f"{name} out"), _tile(t, src, f"{name} src")
+        operand = _tile(t, operand, f"{name} operand")
+        _vector(t, f"pl.{name}", [out, src])
+        R, C = src.type.shape
+        want = [R, 1] if dim == 0 else [1, C]
+        if dim not in (0, 1) or list(operand.type.shape) != want:
+            raise t.error(f"pl.{name} dim={dim!r} broadcasts a {want} operand, not "
+                          f"{list(operand.type.shape)}")
+        if operand.type.space != "ub" or operand.type.dtype != src.type.dtype:
+            raise t.error(f"pl.{name}: the operand must be a Vec tile of {src.type.dtype}")
+        if dim == 0 and operand.type.layout != TileLayout.DN:
+            raise t.error(f"pl.{name} dim=0 takes an [R, 1] operand with layout=pl.DN")
+        return emit("t" + base, [out, src, operand], {"valid": list(out.valid)})
+    op.__name__ = name
+    op.__doc__ = f"pl.{name}(out, src, operand, dim=): broadcast operand and {base}."
+    return op
+
+
+for _n, _b in (("expand_add", "add"), ("expand_sub", "sub"), ("expand_mul", "mul"),
+               ("expand_div", "div"), ("expand_max", "maximum"), ("expand_min", "minimum")):
+    globals()[_n] = _expand(_n, _b)
+
+
+# -- cube compute -----------------------------------------------------------------------------
+
+ACC_OF = {"f16": "f32", "bf16": "f32", "f32": "f32", "i8": "i32"}
+
+
+def _cube(t, what: str, dst, lhs, rhs) -> None:
+    for x, sp in ((dst, "l0c"), (lhs, "l0a"), (rhs, "l0b")):
+        if x.type.space != sp:
+            raise t.error(f"{what}: tile {x.name} is in {SPACE_NAME[x.type.space]}, it must be "
+                          f"in {SPACE_NAME[sp]} (a cube op reads Left x Right into Acc)")
+    (m, k), (k2, n) = lhs.type.shape, rhs.type.shape
+    if k != k2 or tuple(dst.type.shape) != (m, n):
+        raise t.error(f"{what}: shapes do not chain: {[m, k]} x {[k2, n]} into "
+                      f"{list(dst.type.shape)}")
+    a = lhs.type.dtype.name
+    if rhs.type.dtype.name != a or ACC_OF.get(a) != dst.type.dtype.name:
+        raise t.error(f"{what}: {a} x {rhs.type.dtype} into {dst.type.dtype} (the cube takes "
+                      f"fp16/bf16/fp32 into fp32 and int8 into int32)")
+
+
+def matmul(dst, lhs, rhs, bias=None, phase=None):
+    """pl.matmul(dst_acc, left, right, phase=): dst = left @ right (M pipe)."""
+    t = current()
+    dst, lhs, rhs = (_tile(t, v, "matmul operand") for v in (dst, lhs, rhs))
+    if bias is not None:
+        raise t.error("matmul with a bias tile is not built yet (add the bias on the vector "
+                      "core)")
+    _cube(t, "pl.matmul", dst, lhs, rhs)
+    return emit("tmatmul", [dst, lhs, rhs], {"init": 1, "k_valid": lhs.valid[1],
+                                              "valid": [lhs.valid[0], rhs.valid[1]]})
+
+
+def matmul_acc(dst, acc, lhs, rhs, phase=None):
+    """pl.matmul_acc(dst, acc, left, right, phase=): dst = acc + left @ right."""
+    t = current()
+    dst, acc, lhs, rhs = (_tile(t, v, "matmul_acc operand") for v in (dst, acc, lhs, rhs))
+    if acc.owner is not dst.owner or acc.addr != dst.addr:
+        raise t.error("matmul_acc accumulates in place: dst and acc must be the same tile")
+    _cube(t, "pl.matmul_acc", dst, lhs, rhs)
+    return emit("tmatmul", [dst, lhs, rhs], {"init": 0, "k_valid": lhs.valid[1],
+                                              "valid": [lhs.valid[0], rhs.valid[1]]})
+

@@ -1,0 +1,155 @@
+"""The race and sync checker of Pro kernels.
+
+Each core's pipes (MTE1, MTE2, MTE3, M, V, FIX) are modelled as independent in-order queues:
+two instructions are ordered only if they are on the same pipe of the same core, or a chain
+of syncs orders them: a flag (sync_src on pipe P after P's earlier work, sync_dst on pipe Q
+before Q's later work), a bar_all (every pipe of the core), a buffer mutex (a lock is
+ordered after the previous unlock of its id on that core), or a cross-core event (a set on
+P after P's earlier work, including the GM it wrote; the wait on Q before Q's later work).
+This is a happens-before relation kept with vector clocks, one per (core, pipe).
+
+Every access to tile bytes (per core and memory space) and to GM boxes (per tensor, within
+a cluster: the cube core and the two vector cores of a mixed kernel, or one core) is
+compared with the earlier accesses to overlapping bytes; two accesses, at least one a write,
+that happen-before does not order are a race: SyncError naming both pipes, the tile or
+tensor, both op file lines and the sync that would order them.
+
+A flag waited with no set before it, a cross-core wait no core will satisfy, or a set that
+is never waited, is reported the same way (the runner stops instead of hanging).
+"""
+from __future__ import annotations
+
+from ..errors import PyptoError
+
+PIPES = ("MTE1", "MTE2", "MTE3", "M", "V", "FIX", "S")
+BUCKET = 64           # GM records are indexed by blocks of BUCKET rows of the first dim
+
+
+class SyncError(PyptoError):
+    """A race, or a sync that can never complete: the kernel needs another sync."""
+
+
+class Access:
+    __slots__ = ("lo", "hi", "thread", "clock", "write", "what", "op")
+
+    def __init__(self, lo, hi, thread, clock, write, what, op):
+        self.lo, self.hi, self.thread, self.clock = lo, hi, thread, clock
+        self.write, self.what, self.op = write, what, op
+
+
+def _overlap(a: Access, lo, hi) -> bool:
+    return all(x0 < y1 and y0 < x1 for x0, x1, y0, y1 in zip(a.lo, a.hi, lo, hi))
+
+
+def _covers(lo, hi, a: Access) -> bool:
+    return all(x0 <= y0 and y1 <= x1 for x0, x1, y0, y1 in zip(lo, hi, a.lo, a.hi))
+
+
+class Checker:
+    """Happens-before over one cluster's cores and pipes."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self.vc: dict = {}
+        self.mutex: dict = {}
+        self.mem: dict = {}
+
+    def clock(self, th) -> dict:
+        c = self.vc.get(th)
+        if c is None:
+            c = self.vc[th] = {}
+        return c
+
+    def release(self, th) -> dict:
+        return dict(self.clock(th))
+
+    def acquire(self, th, clk: dict) -> None:
+        c = self.clock(th)
+        for k, v in clk.items():
+            if c.get(k, 0) < v:
+                c[k] = v
+
+    def bar_all(self, core) -> None:
+        joined: dict = {}
+        for p in PIPES:
+            for k, v in self.clock((core, p)).items():
+                if joined.get(k, 0) < v:
+                    joined[k] = v
+        for p in PIPES:
+            self.vc[(core, p)] = dict(joined)
+
+    def lock(self, core, pipe, mid) -> None:
+        clk = self.mutex.get((core, mid))
+        if clk is not None:
+            self.acquire((core, pipe), clk)
+
+    def unlock(self, core, pipe, mid) -> None:
+        self.mutex[(core, mid)] = self.release((core, pipe))
+
+    def tick(self, th) -> int:
+        c = self.clock(th)
+        c[th] = c.get(th, 0) + 1
+        return c[th]
+
+    def access(self, th, key, lo, hi, write: bool, what: str, op) -> None:
+        """One access to bytes [lo, hi) (per dim) of key by thread th, at its current tick."""
+        if not self.enabled:
+            return
+        cur = self.clock(th)
+        a = Access(tuple(lo), tuple(hi), th, cur[th], write, what, op)
+        buckets = self._buckets(key, lo, hi)
+        seen = set()
+        for b in buckets:
+            for kind in (("w", "r") if write else ("w",)):
+                lst = b[kind]
+                for old in lst:
+                    if id(old) in seen or not _overlap(old, lo, hi):
+                        continue
+                    seen.add(id(old))
+                    if old.thread != th and cur.get(old.thread, 0) < old.clock:
+                        raise race(old, a)
+        for b in buckets:
+            if write:
+                b["w"] = [o for o in b["w"] if not (_covers(lo, hi, o) and
+                                                   cur.get(o.thread, 0) >= o.clock)]
+                b["r"] = [o for o in b["r"] if not (_covers(lo, hi, o) and
+                                                   cur.get(o.thread, 0) >= o.clock)]
+                b["w"].append(a)
+            else:
+                b["r"] = [o for o in b["r"] if not (o.thread == th and o.lo == a.lo and
+                                                   o.hi == a.hi)]
+                b["r"].append(a)
+
+    def _buckets(self, key, lo, hi) -> list:
+        space = self.mem.setdefault(key, {})
+        if key[0] != "gm":
+            return [space.setdefault(0, {"w": [], "r": []})]
+        first, last = lo[0] // BUCKET, max(lo[0], hi[0] - 1) // BUCKET
+        return [space.setdefault(i, {"w": [], "r": []}) for i in range(first, last + 1)]
+
+
+def _line(op) -> str:
+    return str(op.loc) if op is not None and op.loc is not None else "?"
+
+
+def race(old: Access, new: Access) -> SyncError:
+    p1, p2 = old.thread[1], new.thread[1]
+    kinds = {(True, False): "read after write", (False, True): "write after read",
+             (True, True): "write after write"}[(old.write, new.write)]
+    c1, c2 = old.thread[0], new.thread[0]
+    where = f"on core {c1}" if c1 == c2 else f"on cores {c1} and {c2}"
+    if c1 == c2:
+        fix = (f"add pl.system.sync_src(set_pipe=pl.PipeType.{p1}, wait_pipe=pl.PipeType.{p2}, "
+               f"event_id=...) after line {_lineno(old.op)} and the matching sync_dst before "
+               f"line {_lineno(new.op)}")
+    else:
+        fix = (f"add pl.system.set_cross_core(pipe=pl.PipeType.{p1}, ...) after line "
+               f"{_lineno(old.op)} and wait_cross_core(pipe=pl.PipeType.{p2}, ...) before line "
+               f"{_lineno(new.op)}")
+    return SyncError(f"race ({kinds}) {where}: {old.op.name} on {p1} ({_line(old.op)}) and "
+                     f"{new.op.name} on {p2} ({_line(new.op)}) both touch {new.what} with no "
+                     f"sync ordering them: {fix}", new.op.loc)
+
+
+def _lineno(op) -> str:
+    return str(op.loc.line) if op is not None and op.loc is not None else "?"

@@ -1,0 +1,421 @@
+"""The Pro runner: a Pro kernel's block-level document run on the host, block_dim clusters
+on a thread pool.
+
+A cluster is what one block index names: one vector core (vector-only kernel), one cube
+core (cube-only), or one cube core and two vector cores (mixed; vector core v of cluster c
+has block index 2c + v). Each core has its own buffers (bytes, the sizes the plan was checked
+against) and a tile is a view of its bytes at its address, so tiles that share bytes share
+values, as on the hardware. Each core runs its program in program order, which honours every
+intra-core sync; the cores of a cluster run as coroutines on one thread, switching only at a
+cross-core wait that is not yet satisfied, so cross-core events are real (a wait really
+waits for the set) with no deadlock whatever the thread count, and the order of everything
+is fixed: results are bit-identical for any number of threads. Clusters share only GM.
+
+Numerics are numpy's (libpypto.runtime.interp): floats compute in float32 and round to the
+destination's dtype, integers in int64; matmul accumulates in float32 (int64 for int8, then
+int32). Every instruction touches only its destination's valid region; a load or store of a
+box past its tensor's end is an error, never a silent clip. With check=True each cluster is
+also checked by pro_check (the race and sync checker).
+"""
+from __future__ import annotations
+
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..errors import PyptoError
+from ..ir import expr as E
+from ..ir.types import TileType
+from . import pro_check
+from .interp import cast_array, elementwise, reduce_array, work
+from .pro_check import Checker, SyncError
+
+
+class ProRunError(PyptoError):
+    """A Pro kernel went wrong at run time (a box past a tensor's end, a bad event id)."""
+
+
+def programs_of(doc) -> dict:
+    """core kind -> program op."""
+    return {op.attrs["core"]: op for op in doc.body if op.name == "program"}
+
+
+def run(doc, arrays: dict, env: dict, block_dim: int, threads: int = 1,
+        check: bool = True) -> dict:
+    """Run doc for block_dim clusters; arrays (name -> contiguous numpy array) are written
+    in place. env: the program scalars except block_num. Returns {"clusters": n}."""
+    if not isinstance(block_dim, int) or block_dim < 1:
+        raise ProRunError(f"block_dim must be a positive int, not {block_dim!r}")
+    progs = programs_of(doc)
+    pro = doc.attrs["pro"]
+    env = dict(env, block_num=block_dim)
+    buffers = pro["buffers"]
+
+    def one(c: int):
+        return _Cluster(progs, pro["mixed"], c, arrays, env, buffers, check).run()
+
+    if threads <= 1 or block_dim == 1:
+        for c in range(block_dim):
+            one(c)
+    else:
+        with ThreadPoolExecutor(max_workers=min(threads, block_dim)) as pool:
+            for f in [pool.submit(one, c) for c in range(block_dim)]:
+                f.result()      # the first failure, in cluster order
+    return {"clusters": block_dim}
+
+
+class _Cluster:
+    def __init__(self, progs, mixed, c, arrays, env, buffers, check):
+        self.checker = Checker(check)
+        self.mail: dict = {}
+        self.cores = []
+        if mixed:
+            self.cores.append(_Core(self, 0, progs["cube"], c, arrays, env, buffers))
+            for v in (0, 1):
+                self.cores.append(_Core(self, 1 + v, progs["vector"], 2 * c + v, arrays, env,
+                                        buffers, sub=v))
+        else:
+            (core, prog), = progs.items()
+            self.cores.append(_Core(self, 0 if core == "cube" else 1, prog, c, arrays, env,
+                                    buffers))
+        self.steps = 0
+
+    def run(self) -> None:
+        gens = {core.id: core.run() for core in self.cores}
+        blocked: dict = {}
+        while gens:
+            before = self.steps
+            for cid in list(gens):
+                try:
+                    blocked[cid] = next(gens[cid])
+                except StopIteration:
+                    del gens[cid]
+                    blocked.pop(cid, None)
+            if gens and self.steps == before:
+                op = blocked[min(blocked)]
+                raise SyncError(f"deadlock: {op.name} on {op.attrs['pipe']} (event "
+                                f"{op.attrs['event_id']}) waits for a set_cross_core no core "
+                                f"of the cluster will make", op.loc)
+        self._leftovers()
+
+    def _leftovers(self) -> None:
+        for core in self.cores:
+            for key, q in core.flags.items():
+                if q:
+                    op = q[0][1]
+                    raise SyncError(f"sync_src ({op.attrs['pipe']} -> {op.attrs['wait_pipe']}, "
+                                    f"event {key[2]}) is never waited: add the matching "
+                                    f"pl.system.sync_dst", op.loc)
+        for key, q in sorted(self.mail.items(), key=lambda kv: str(kv[0])):
+            if q:
+                op = q[0][1]
+                raise SyncError(f"set_cross_core (event {op.attrs['event_id']}) is never "
+                                f"waited: add the matching wait_cross_core", op.loc)
+
+    def post(self, key, clk, op) -> None:
+        self.mail.setdefault(key, deque()).append((clk, op))
+
+    def ready(self, keys) -> bool:
+        return all(self.mail.get(k) for k in keys)
+
+    def take(self, keys) -> list:
+        return [self.mail[k].popleft()[0] for k in keys]
+
+
+class _Core:
+    def __init__(self, cluster, cid, prog, g0, arrays, env, buffers, sub=None):
+        self.cluster, self.id, self.prog, self.sub = cluster, cid, prog, sub
+        self.arrays = arrays
+        self.env = dict(env, g0=g0)
+        self.bufs = {s: np.zeros(int(n), np.uint8) for s, n in buffers.items()}
+        self.vals: dict = {}
+        self.flags: dict = {}
+        self.chk = cluster.checker
+
+    def run(self):
+        args = {op.result: self.arrays[op.result.name] for op in self.prog.regions[0]
+                if op.name == "arg"}
+        self.vals.update(args)
+        yield from self.block(self.prog.regions[0], self.env)
+
+    def block(self, ops, env):
+        for op in ops:
+            n = op.name
+            if n == "arg":
+                continue
+            if n == "for":
+                a = op.attrs
+                lo, hi, st = (int(E.evaluate(a[k], env)) for k in ("start", "stop", "step"))
+                for i in range(lo, hi, st):
+                    yield from self.block(op.regions[0], {**env, a["var"]: i})
+            elif n == "if":
+                arm = 0 if E.evaluate(op.attrs["cond"], env) else 1
+                yield from self.block(op.regions[arm], env)
+            elif n == "tile":
+                self.vals[op.result] = self.tile(op, env)
+            elif n == "cross_wait":
+                keys = self.wait_keys(op, env)
+                while not self.cluster.ready(keys):
+                    yield op
+                for clk in self.cluster.take(keys):
+                    self.chk.acquire((self.id, op.attrs["pipe"]), clk)
+                self.cluster.steps += 1
+            else:
+                self.instr(op, env)
+                self.cluster.steps += 1
+
+    # -- tiles ------------------------------------------------------------------------------
+    def tile(self, op, env):
+        t: TileType = op.result.type
+        addr = int(E.evaluate(op.attrs.get("addr", 0), env))
+        nbytes = t.nbytes
+        buf = self.bufs.get(t.space)
+        if buf is None or addr < 0 or addr + nbytes > buf.size:
+            raise ProRunError(f"tile {op.attrs.get('name', '?')} at {addr:#x} + {nbytes} bytes "
+                              f"is outside the {t.space} buffer", op.loc)
+        return buf[addr:addr + nbytes].view(t.dtype.np).reshape(t.shape)
+
+    def where(self, v):
+        """(checker key, lo, hi, name) of a tile or GM operand's whole extent."""
+        t = v.type
+        if isinstance(t, TileType):
+            arr = self.vals[v]
+            base = self.bufs[t.space]
+            lo = arr.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+            return ("tile", self.id, t.space), [lo], [lo + t.nbytes]
+        return None
+
+    # -- instructions -----------------------------------------------------------------------
+    def instr(self, op, env) -> None:
+        n, a = op.name, op.attrs
+        pipe = a.get("pipe", "S")
+        th = (self.id, pipe)
+        if n in SYNC:
+            SYNC[n](self, op, env, th)
+            return
+        self.chk.tick(th)
+        fn = KERNELS.get(n) or (_elementwise if n[1:] in _ELEMENTWISE else None)
+        if fn is None:
+            raise ProRunError(f"the Pro runner has no rule for {n}", op.loc)
+        self.check_access(op, env, th)
+        fn(self, op, env)
+
+    def check_access(self, op, env, th) -> None:
+        from ..ir.instr import dests, sources
+        if not self.chk.enabled:
+            return
+        for v in sources(op):
+            key, lo, hi = self.where(v)
+            self.chk.access(th, key, lo, hi, False, _tile_name(v, lo), op)
+        if op.name in ("tload", "tstore"):
+            lo, hi = self.box(op, env)
+            self.chk.access(th, ("gm", op.operands[1].name), lo, hi, op.name == "tstore",
+                            f"tensor {op.operands[1].name}[{_box_str(lo, hi)}]", op)
+        for v in dests(op):
+            key, lo, hi = self.where(v)
+            self.chk.access(th, key, lo, hi, True, _tile_name(v, lo), op)
+
+    def box(self, op, env) -> tuple:
+        offs = [int(E.evaluate(o, env)) for o in op.attrs["offsets"]]
+        ext = [int(E.evaluate(v, env)) for v in op.attrs["valid"]]
+        return offs, [o + e for o, e in zip(offs, ext)]
+
+    def valid(self, op, env, shape) -> tuple:
+        v = op.attrs.get("valid")
+        if v is None:
+            return tuple(shape)
+        return tuple(max(0, min(int(E.evaluate(x, env)), s)) for x, s in zip(v, shape))
+
+    def ev(self, x, env):
+        return E.evaluate(x, env) if isinstance(x, E.Expr) else x
+
+    def wait_keys(self, op, env) -> list:
+        e = self.event(op, env)
+        if op.attrs["mode"] == "INTER_SUBBLOCK":
+            return [("sub", self.id, e)]
+        if self.id == 0:
+            return [("up", 1, e), ("up", 2, e)]
+        return [("down", self.id, e)]
+
+    def event(self, op, env) -> int:
+        e = int(self.ev(op.attrs["event_id"], env))
+        if not 0 <= e <= 15:
+            raise ProRunError(f"event id {e} is outside 0-15", op.loc)
+        return e
+
+
+def _tile_name(v, lo) -> str:
+    owner = v.owner
+    name = owner.attrs.get("name", "?") if owner is not None else "?"
+    return f"tile {name} ({v.type.space} bytes at {lo[0]:#x})"
+
+
+def _box_str(lo, hi) -> str:
+    return ", ".join(f"{a}:{b}" for a, b in zip(lo, hi))
+
+
+# -- sync -------------------------------------------------------------------------------------
+
+def _sync_set(core, op, env, th):
+    a = op.attrs
+    key = (a["pipe"], a["wait_pipe"], core.event(op, env))
+    core.flags.setdefault(key, deque()).append((core.chk.release(th), op))
+
+
+def _sync_wait(core, op, env, th):
+    a = op.attrs
+    key = (a["set_pipe"], a["pipe"], core.event(op, env))
+    q = core.flags.get(key)
+    if not q:
+        raise SyncError(f"sync_dst ({a['set_pipe']} -> {a['pipe']}, event {key[2]}) has no "
+                        f"sync_src before it: it would wait forever; add "
+                        f"pl.system.sync_src(set_pipe=pl.PipeType.{a['set_pipe']}, "
+                        f"wait_pipe=pl.PipeType.{a['pipe']}, event_id={key[2]}) before it",
+                        op.loc)
+    core.chk.acquire(th, q.popleft()[0])
+
+
+def _barrier(core, op, env, th):
+    if op.attrs["which"] == "ALL":
+        core.chk.bar_all(core.id)
+
+
+def _mutex(core, op, env, th):
+    mid = int(core.ev(op.attrs["mutex_id"], env))
+    if not 0 <= mid <= 31:
+        raise ProRunError(f"mutex id {mid} is outside 0-31", op.loc)
+    (core.chk.lock if op.name == "mutex_lock" else core.chk.unlock)(core.id, op.attrs["pipe"],
+                                                                    mid)
+
+
+def _cross_set(core, op, env, th):
+    e = core.event(op, env)
+    clk = core.chk.release(th)
+    cl = core.cluster
+    if op.attrs["mode"] == "INTER_SUBBLOCK":
+        if core.sub is None:
+            raise ProRunError("INTER_SUBBLOCK events are between the two vector cores of a "
+                              "mixed kernel", op.loc)
+        cl.post(("sub", 3 - core.id, e), clk, op)
+    elif core.id == 0:
+        cl.post(("down", 1, e), clk, op)
+        cl.post(("down", 2, e), clk, op)
+    else:
+        cl.post(("up", core.id, e), clk, op)
+
+
+def _nop(core, op, env, th):
+    return None
+
+
+SYNC = {"sync_set": _sync_set, "sync_wait": _sync_wait, "barrier": _barrier,
+        "mutex_lock": _mutex, "mutex_unlock": _mutex, "cross_set": _cross_set,
+        "mm_layout": _nop}
+
+
+# -- tile instructions ------------------------------------------------------------------------
+
+def _put(dst, value) -> None:
+    v = np.asarray(value)
+    if v.dtype != dst.dtype:
+        v = cast_array(v, _DT(dst.dtype))
+    dst[...] = v
+
+
+class _DT:
+    def __init__(self, np_dtype):
+        self.np = np_dtype
+
+
+def _gm(core, op, env):
+    arr = core.vals[op.operands[1]]
+    lo, hi = core.box(op, env)
+    if any(l < 0 or h > n or h < l for l, h, n in zip(lo, hi, arr.shape)):
+        raise ProRunError(f"{'load' if op.name == 'tload' else 'store'} of "
+                          f"{op.operands[1].name}[{_box_str(lo, hi)}] is outside its shape "
+                          f"{list(arr.shape)}: set the tile's valid shape for the tail",
+                          op.loc)
+    return arr[tuple(slice(l, h) for l, h in zip(lo, hi))], hi[-2] - lo[-2], hi[-1] - lo[-1]
+
+
+def _tload(core, op, env):
+    src, r, c = _gm(core, op, env)
+    dst = core.vals[op.operands[0]]
+    _put(dst[:r, :c], src.reshape(r, c))
+
+
+def _tstore(core, op, env):
+    dst, r, c = _gm(core, op, env)
+    src = core.vals[op.operands[0]]
+    _put(dst, src[:r, :c].reshape(dst.shape))
+
+
+def _tmov(core, op, env):
+    d, s = (core.vals[v] for v in op.operands)
+    r, c = core.valid(op, env, d.shape)
+    _put(d[:r, :c], s[:r, :c])
+
+
+def _textract(core, op, env):
+    d, s = (core.vals[v] for v in op.operands)
+    r, c = core.valid(op, env, d.shape)
+    o0, o1 = (int(core.ev(o, env)) for o in op.attrs["offsets"])
+    _put(d[:r, :c], s[o0:o0 + r, o1:o1 + c])
+
+
+def _tinsert(core, op, env):
+    d, s = (core.vals[v] for v in op.operands)
+    r, c = core.valid(op, env, s.shape)
+    o0, o1 = (int(core.ev(o, env)) for o in op.attrs["offsets"])
+    if o0 < 0 or o1 < 0 or o0 + r > d.shape[0] or o1 + c > d.shape[1]:
+        raise ProRunError(f"insert of a [{r}, {c}] region at [{o0}, {o1}] falls outside the "
+                          f"{list(d.shape)} tile", op.loc)
+    _put(d[o0:o0 + r, o1:o1 + c], s[:r, :c])
+
+
+def _texpands(core, op, env):
+    d = core.vals[op.operands[0]]
+    r, c = core.valid(op, env, d.shape)
+    _put(d[:r, :c], np.full((r, c), core.ev(op.attrs["value"], env), work(d).dtype))
+
+
+def _treduce(core, op, env):
+    d, s = (core.vals[v] for v in op.operands)
+    r, c = core.valid(op, env, s.shape)
+    res = reduce_array(op.attrs["kind"], work(s[:r, :c]), tuple(op.attrs["dims"]), True)
+    _put(d[:res.shape[0], :res.shape[1]], res)
+
+
+def _tmatmul(core, op, env):
+    acc, a, b = (core.vals[v] for v in op.operands)
+    m, n = core.valid(op, env, acc.shape)
+    k = max(0, min(int(core.ev(op.attrs["k_valid"], env)), a.shape[1]))
+    prod = work(a[:m, :k]) @ work(b[:k, :n])
+    if acc.dtype.kind in "iu":
+        prod = prod.astype(np.int64)
+    if int(core.ev(op.attrs["init"], env)):
+        _put(acc[:m, :n], prod)
+    else:
+        _put(acc[:m, :n], work(acc[:m, :n]) + prod)
+
+
+def _elementwise(core, op, env):
+    d = core.vals[op.operands[0]]
+    r, c = core.valid(op, env, d.shape)
+    srcs = [core.vals[v] for v in op.operands[1:]]
+    parts = [work(s[:min(r, s.shape[0]), :min(c, s.shape[1])]) for s in srcs]
+    scalar = op.attrs.get("scalar")
+    if scalar is not None:
+        scalar = core.ev(scalar, env)
+    res = elementwise(op.name[1:], parts, scalar, op.attrs.get("scalar_side", "rhs"))
+    _put(d[:r, :c], np.broadcast_to(res, (r, c)))
+
+
+from ..ir import ops as _O   # noqa: E402
+
+_ELEMENTWISE = set(_O.ELEMENTWISE)
+KERNELS = {"tload": _tload, "tstore": _tstore, "tmov": _tmov, "tcvt": _tmov,
+           "textract": _textract, "texpands": _texpands, "treduce": _treduce,
+           "tmatmul": _tmatmul, "tinsert": _tinsert}
+_ = pro_check
