@@ -17,6 +17,10 @@ _LAZY = {
         "Tensor", "DYNAMIC", "DYN", "STATIC", "SymScalar",
         "DT_FP32", "DT_FP16", "DT_BF16", "DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64",
         "DT_UINT8", "DT_BOOL", "loop", "loop_unroll", "is_loop_begin", "is_loop_end", "cond")},
+    **{n: "libpypto.frontend.enums" for n in (
+        "CastMode", "SaturationMode", "PrecisionType", "TileOpFormat", "CachePolicy",
+        "LogBaseType", "TopKAlgo", "ScatterMode", "ReduceMode", "ReLuType", "TransMode",
+        "OpType", "OutType")},
     "Kernel": "libpypto.frontend.kernel",
     "jit": "libpypto.jit",
     # library (one call per tool)

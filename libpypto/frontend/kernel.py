@@ -14,6 +14,7 @@ from ..errors import CompileError
 from ..ir import expr as E
 from ..ir.core import Document, Loc, Op, Value
 from ..ir.types import TensorType
+from . import enums
 from . import catalogue  # noqa: F401 -- installs the traced tensors' operators and methods
 from .tensor import MAX_PATHS, STATIC, TensorSpec, TraceTensor, _Builder, _current, _PKG_DIR
 
@@ -68,6 +69,7 @@ def trace_kernel(k: Kernel, consts: dict, static: dict, target=None) -> Document
     """Trace every path of the kernel and merge them into one Tensor Graph document."""
     from ..targets import load_target
     machine = target or load_target("host")
+    enums.new_trace()
     op_file = os.path.basename(inspect.getsourcefile(k.fn) or "<unknown>")
     const_vals = _bind_consts(k, consts)
     decisions: list = []

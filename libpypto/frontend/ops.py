@@ -11,6 +11,7 @@ from ..ir import expr as E
 from ..ir import ops as O
 from ..ir.tensor_ops import aligned_problem
 from ..ir.types import BOOL, DTYPES, F32, I64, DType, TensorType
+from .enums import CastMode, SaturationMode, member, unsupported
 from .tensor import SymScalar, TraceTensor, builder, fmt_shape, scalar_expr
 
 _b = builder
@@ -426,16 +427,43 @@ def matmul(a, b_, out_dtype: DType, a_trans: bool = False, b_trans: bool = False
     return out
 
 
-def cast(x, dtype: DType, mode=None, strict: bool = True):
-    """Convert to dtype, rounding to nearest even (floats to ints included)."""
+def _cast_mode(b, x, dtype: DType, mode, satmode) -> tuple:
+    """(IR mode, sat) of a cast; CAST_ODD off fp32 -> fp16 falls back to the default as in
+    the reference, with a warning."""
+    m = member(CastMode, CastMode.CAST_NONE if mode is None else mode, "cast mode").value
+    sat = member(SaturationMode, SaturationMode.OFF if satmode is None else satmode,
+                 "cast satmode").value
+    if m == "odd" and not (x.dtype.name == "f32" and dtype.name == "f16"):
+        unsupported(f"CAST_ODD for {x.dtype} -> {dtype}",
+                    "the reference rounds only fp32 -> fp16 to odd and uses the default mode "
+                    "for other pairs, as pypto does")
+        m = None
+    return m, sat
+
+
+def cast(x, dtype: DType, mode=None, satmode=None, strict: bool = True):
+    """Convert to dtype with a CastMode rounding and a SaturationMode (runtime/cast.py).
+    mode None or CAST_NONE is the reference's default for the pair of dtypes: CAST_TRUNC
+    from a float to an integer, CAST_RINT otherwise. A cast to the same dtype without a
+    mode returns x itself; with a mode, a float is rounded to an integral value in it.
+    satmode OFF (default) wraps out-of-range integers modulo 2**bits, ON clamps them."""
     b = _b()
     x = _tensor(x, b, "cast")
     if not isinstance(dtype, DType):
         raise b.error(f"cast: bad dtype {dtype!r}; use pypto.DT_FP16 and friends")
+    m, sat = _cast_mode(b, x, dtype, mode, satmode)
+    if dtype == x.dtype and (m is None or not dtype.is_float):
+        return x
+    if m is None:
+        m = "trunc" if x.dtype.is_float and dtype.kind == "int" else "rint"
     small = x.dtype if x.dtype.itemsize <= dtype.itemsize else dtype
     tile = _tile(b, x.ndim, small, x.type.shape, "cast", strict)
-    op = b.emit("cast", [x.value], [TensorType(dtype, _norm_shape(b, x.type.shape))],
-                {"dtype": dtype.name, "tile": tile})
+    attrs = {"dtype": dtype.name, "tile": tile}
+    if (x.dtype.is_float or dtype.is_float) and dtype.kind != "bool":
+        attrs["mode"] = m                 # recorded where a value can round
+    if sat:
+        attrs["sat"] = True
+    op = b.emit("cast", [x.value], [TensorType(dtype, _norm_shape(b, x.type.shape))], attrs)
     return _result(op, x.valid)
 
 

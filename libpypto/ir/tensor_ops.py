@@ -271,11 +271,14 @@ def _elementwise(d: O.Elementwise) -> OpDef:
               tile="x_elementwise", interp="op_elementwise", optional=1 if d.arity == 2 else 0)
 
 
+# cast: a rounding mode (runtime/cast.py; absent: the reference's default for the dtypes)
+# and saturation
+CAST = {"mode": opt(Str("rint", "round", "floor", "ceil", "trunc", "odd")), "sat": opt(Bool())}
 REDUCE = {"dims": attr(INTS), "keepdim": attr(Bool()), "tile": TILE}
 SCAN = {"dim": attr(NAT), "tile": TILE}
 
 DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
-    _d("cast", (T,), (T,), {"dtype": attr(DTYPE), "tile": TILE}, v_elementwise,
+    _d("cast", (T,), (T,), {"dtype": attr(DTYPE), "tile": TILE, **CAST}, v_elementwise,
        tile="x_elementwise", interp="op_elementwise"),
     _d("param", (), (T,), {"index": attr(NAT), "role": opt(Str("input", "output"))},
        v_created, trace=""),

@@ -160,7 +160,8 @@ class _Expander:
         body: list = []
         srcs = [self.load_operand(body, v, out_t.shape, tile, offs) for v in op.operands]
         dst = _tile(body, out_t.dtype, tile)
-        attrs = {k: op.attrs[k] for k in ("scalar", "scalar_side") if k in op.attrs}
+        attrs = {k: op.attrs[k] for k in ("scalar", "scalar_side", "mode", "sat")
+                 if k in op.attrs}
         name = "tcvt" if op.name == "cast" else "t" + op.name
         body.append(Op(name, [dst] + srcs, [], attrs, [], op.loc))
         self.finish(op, body, dst, grid, tile, offs, valid, limit)
