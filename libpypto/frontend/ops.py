@@ -9,7 +9,7 @@ import math
 
 from ..ir import expr as E
 from ..ir import ops as O
-from ..ir.tensor_ops import aligned_problem
+from ..ir.tensor_ops import INDEX, aligned_problem
 from ..ir.types import BOOL, DTYPES, F32, I64, DType, TensorType
 from .enums import CastMode, SaturationMode, member, unsupported
 from .tensor import SymScalar, TraceTensor, builder, fmt_shape, scalar_expr
@@ -273,11 +273,12 @@ def _arg_reduce(name: str, x, dim, keepdim: bool):
     b = _b()
     if dim is None or not isinstance(dim, int):
         raise b.error(f"{name} takes one dim")
-    return _reduce(name, x, dim, keepdim, I64)
+    return _reduce(name, x, dim, keepdim, INDEX)
 
 
 def argmax(x, dim=None, keepdim: bool = False):
-    """Index of the largest element along dim (the first one on ties), int64."""
+    """Index of the largest element along dim (the first one on ties), int32 as in the
+    reference."""
     return _arg_reduce("argmax", x, dim, keepdim)
 
 
@@ -335,23 +336,24 @@ def topk(x, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, al
     if not isinstance(k, int) or not (isinstance(n, int) and 0 < k <= n):
         raise b.error(f"topk: k={k!r} must be an int in [1, {E.to_str(n)}]")
     shape = _norm_shape(b, x.type.shape[:-1]) + (k,)
-    v, i = _sort_like("topk", x, dim, [TensorType(x.dtype, shape), TensorType(I64, shape)],
+    v, i = _sort_like("topk", x, dim, [TensorType(x.dtype, shape), TensorType(INDEX, shape)],
                       {"k": k, "largest": bool(largest)})
     return v, i
 
 
 def sort(x, dim: int = -1, descending: bool = False):
     shape = _norm_shape(_b(), x.type.shape)
-    v, i = _sort_like("sort", x, dim, [TensorType(x.dtype, shape), TensorType(I64, shape)],
+    v, i = _sort_like("sort", x, dim, [TensorType(x.dtype, shape), TensorType(INDEX, shape)],
                       {"descending": bool(descending)})
     return v, i
 
 
-def argsort(x, dim: int = -1, descending: bool = True):
-    """Indices that sort x along the last dim (descending by default, as in the reference);
-    equal elements keep their order."""
+def argsort(x, dim: int = -1, descending: bool = False):
+    """Indices (int32) that sort x along the last dim; equal elements keep their order.
+    Ascending by default as the reference's implementation (python/pypto/op/comparison.py)
+    has it; its documentation page says descending=True (docs/parity.md)."""
     shape = _norm_shape(_b(), x.type.shape)
-    (i,) = _sort_like("argsort", x, dim, [TensorType(I64, shape)],
+    (i,) = _sort_like("argsort", x, dim, [TensorType(INDEX, shape)],
                       {"descending": bool(descending)})
     return i
 

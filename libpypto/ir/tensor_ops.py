@@ -12,7 +12,10 @@ from . import expr as E
 from . import ops as O
 from .opdef import (DTYPE, EXPR, EXPRS, INTS, NAT, Bool, Ex, Ident, Int, ListOf, Num, OpDef,
                     Str, Text, attr, opt)
-from .types import BOOL, DTYPES, I64, TensorType
+from .types import BOOL, DTYPES, I32, TensorType
+
+# the dtype of index outputs (argmax, argmin, topk, sort, argsort): the reference's DT_INT32
+INDEX = I32
 
 TILE = opt(ListOf(Int(1)))
 UNTILED = ("param", "tensor", "view", "loop", "if", "reshape")     # no tile shape of their own
@@ -122,7 +125,7 @@ def v_reduce(op, err) -> None:
     shape = [1 if i in dims else s for i, s in enumerate(x.shape)]
     if not keep:
         shape = [s for i, s in enumerate(shape) if i not in dims]
-    dt = I64 if op.name in ("argmax", "argmin") else x.dtype
+    dt = INDEX if op.name in ("argmax", "argmin") else x.dtype
     expect(op, err, [TensorType(dt, tuple(shape))])
     _tile_ok(op, err, x.shape, x.dtype)
 
@@ -140,8 +143,8 @@ def v_sort(op, err) -> None:
         return
     k = op.attrs.get("k", x.shape[-1]) if op.name == "topk" else x.shape[-1]
     shape = tuple(x.shape[:-1]) + (k,)
-    want = [TensorType(I64, shape)] if op.name == "argsort" else \
-        [TensorType(x.dtype, shape), TensorType(I64, shape)]
+    want = [TensorType(INDEX, shape)] if op.name == "argsort" else \
+        [TensorType(x.dtype, shape), TensorType(INDEX, shape)]
     if len(op.results) != len(want):
         err(f"{op.name} has {len(want)} results")
         return

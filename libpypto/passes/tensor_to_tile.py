@@ -379,6 +379,11 @@ class _Expander:
         body.append(Op("tsort", [vals, idx, src], [], {"descending": bool(desc),
                                                        "valid": xvalid}, [], op.loc))
         k = op.attrs.get("k", xt.shape[-1])
+        out_idx = op.results[-1].type.dtype
+        if out_idx != I64:                # the sort's i64 indices in the output's dtype
+            cv = _tile(body, out_idx, tile)
+            body.append(Op("tcvt", [cv, idx], [], {}, [], op.loc))
+            idx = cv
         outs = [vals, idx] if op.name != "argsort" else [idx]
         for i, t in enumerate(outs):
             home = self.workspace(op, i)
