@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import enum
 
-from .. import errors
 from .tensor import builder
 
 
@@ -98,6 +97,46 @@ class OutType(enum.Enum):
     BIT = "bit"
 
 
+# the reference's DataType members pypto does not have, with what they are
+UNSUPPORTED_DTYPES = {
+    "DT_INT4": "packed 4-bit integers", "DT_FP8": "8-bit float (generic)",
+    "DT_HF4": "hifloat4", "DT_HF8": "hifloat8", "DT_FP8E4M3": "fp8 e4m3",
+    "DT_FP8E5M2": "fp8 e5m2", "DT_FP8E8M0": "fp8 e8m0 (MX scale)",
+    "DT_FP4_E2M1": "fp4 e2m1", "DT_FP4_E2M1X2": "packed fp4 e2m1", "DT_FP4_E1M2": "fp4 e1m2",
+    "DT_FP4_E1M2X2": "packed fp4 e1m2", "DT_DOUBLE": "float64", "DT_BOTTOM": "no type"}
+
+
+def unsupported_dtype(name: str) -> AttributeError:
+    from ..ir.types import DTYPES
+    have = ", ".join(d.api for d in DTYPES.values())
+    return AttributeError(f"pypto.{name} ({UNSUPPORTED_DTYPES[name]}) is not supported by "
+                          f"pypto; supported: {have}")
+
+
+class _DataTypeMeta(type):
+    def __getattr__(cls, name):
+        if name in UNSUPPORTED_DTYPES:
+            raise unsupported_dtype(name)
+        raise AttributeError(f"DataType has no member {name!r}")
+
+    def __iter__(cls):
+        from ..ir.types import DTYPES
+        return iter(DTYPES.values())
+
+
+class DataType(metaclass=_DataTypeMeta):
+    """pypto.DataType.DT_FP32 is pypto.DT_FP32: the dtypes pypto has (ir/types.py); the
+    reference's others (fp8, fp4, int4, hifloat, double) are a clear error when named."""
+
+
+def _install_dtypes() -> None:
+    from ..ir.types import DTYPES
+    for d in DTYPES.values():
+        setattr(DataType, d.api, d)
+
+
+_install_dtypes()
+
 ENUMS = {c.__name__: c for c in (CastMode, SaturationMode, PrecisionType, TileOpFormat,
                                  CachePolicy, LogBaseType, TopKAlgo, ScatterMode, ReduceMode,
                                  ReLuType, TransMode, OpType, OutType)}
@@ -117,28 +156,3 @@ def member(cls, v, what: str):
             return m
     names = ", ".join(f"{cls.__name__}.{n}" for n in cls.__members__)
     raise builder().error(f"{what}: {v!r} is not a {cls.__name__} (one of {names})")
-
-
-_WARNED: set = set()
-
-
-def new_trace() -> None:
-    """Warnings are once per op-file line and message within one trace (all its paths)."""
-    _WARNED.clear()
-
-
-def unsupported(what: str, note: str = "", error: bool = False) -> None:
-    """A keyword or option of the reference that pypto does not implement: an error, or one
-    warning per op-file line (never silently dropped)."""
-    try:
-        b = builder()
-    except errors.CompileError:
-        b = None
-    msg = f"{what} is not implemented by pypto" + (f": {note}" if note else "")
-    if error:
-        raise (b.error(msg) if b else errors.CompileError(msg))
-    loc = b.loc() if b else None
-    key = (msg, str(loc))
-    if key not in _WARNED:
-        _WARNED.add(key)
-        errors.warn(msg + " (ignored)", loc)

@@ -11,8 +11,8 @@ from ..ir import expr as E
 from ..ir import ops as O
 from ..ir.tensor_ops import INDEX, aligned_problem
 from ..ir.types import BOOL, DTYPES, F32, I64, DType, TensorType
-from .enums import CastMode, SaturationMode, member, unsupported
-from .tensor import SymScalar, TraceTensor, builder, fmt_shape, scalar_expr
+from .enums import CastMode, SaturationMode, member
+from .tensor import SymScalar, TraceTensor, builder, fmt_shape, scalar_expr, unsupported
 
 _b = builder
 
@@ -39,7 +39,9 @@ def _tile(b, rank: int, dt: DType, shape, opname: str, strict: bool = True) -> l
     if tile is None:
         raise b.error(f"{opname}: no vector tile shape in force; call "
                       f"pypto.set_vec_tile_shapes(...) before this op")
-    if len(tile) != rank:
+    if len(tile) > rank:             # as the reference: the trailing dims (a 1-D gamma
+        tile = list(tile)[len(tile) - rank:]      # under set_vec_tile_shapes(8, 256))
+    elif len(tile) < rank:
         if strict:
             raise b.error(f"{opname}: tile shape {tuple(tile)} has rank {len(tile)} but the "
                           f"operand has rank {rank}; give one tile size per dim")
@@ -78,8 +80,9 @@ def _scalar_value(v):
         return v
     if isinstance(v, SymScalar):
         return v.e
-    if type(v).__module__ == "numpy" and hasattr(v, "item"):
-        return v.item()
+    if (type(v).__module__ == "numpy" or getattr(v, "_pypto_element", False)) and \
+            hasattr(v, "item"):
+        return v.item()          # numpy scalars, pypto.Element
     return None
 
 
@@ -383,10 +386,13 @@ def _cube_fits(b, dt: DType, out_dt: DType) -> None:
 
 
 def matmul(a, b_, out_dtype: DType, a_trans: bool = False, b_trans: bool = False,
-           bias=None, extend_params: dict | None = None):
+           bias=None, extend_params: dict | None = None, c_matrix_nz: bool = False):
     """a @ b for 2-D to 4-D operands with batch broadcasting; fp32 (int32) accumulation,
-    optional transposes and a bias row added before the cast to out_dtype."""
+    optional transposes and a bias row added before the cast to out_dtype. c_matrix_nz (the
+    reference's NZ output layout) is warned about: pypto writes ND."""
     b = _b()
+    if c_matrix_nz:
+        unsupported("matmul(c_matrix_nz=True)", "pypto writes the result ND (row-major)")
     a = _tensor(a, b, "matmul")
     b_ = _tensor(b_, b, "matmul")
     if extend_params:
