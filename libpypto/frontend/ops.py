@@ -542,8 +542,18 @@ def assemble(src, offsets, dst, parallel: bool = False) -> None:
     b.emit("assemble", [src.value, target.value], [], attrs)
 
 
+def _with_valid(r, valid_shape):
+    """r with valid_shape marking its valid region, exactly as a view with valid_shape does
+    (reshape, expand_clone and full take the keyword, as in the reference)."""
+    if valid_shape is None:
+        return r
+    return view(r, list(r.type.shape), [0] * r.ndim, valid_shape=valid_shape)
+
+
 def reshape(t, shape, valid_shape=None, inplace: bool = False):
-    """Same elements in a new shape (row-major); one entry may be -1."""
+    """Same elements in a new shape (row-major); one entry may be -1. valid_shape marks the
+    result's valid region (as view does); inplace changes nothing here (a reshape is
+    metadata either way)."""
     b = _b()
     t = _tensor(t, b, "reshape")
     dims = [_dim_arg(s, b, "reshape shape") for s in shape]
@@ -563,7 +573,7 @@ def reshape(t, shape, valid_shape=None, inplace: bool = False):
         raise b.error(f"reshape {fmt_shape(t.type.shape)} -> {fmt_shape(dims)}: element counts "
                       f"differ")
     op = b.emit("reshape", [t.value], [TensorType(t.dtype, tuple(dims))], {"shape": dims})
-    return _result(op)
+    return _with_valid(_result(op), valid_shape)
 
 
 def permute(t, perm):
@@ -579,15 +589,15 @@ def permute(t, perm):
     return _result(op)
 
 
-def expand_clone(t, shape):
-    """Materialise a broadcast of t to shape."""
+def expand_clone(t, shape, valid_shape=None):
+    """Materialise a broadcast of t to shape (valid_shape: as view's)."""
     b = _b()
     t = _tensor(t, b, "expand_clone")
     dims = [_dim_arg(s, b, "expand_clone shape") for s in shape]
     _broadcast(b, [t.type.shape, dims], "expand_clone")
     tile = _tile(b, len(dims), t.dtype, dims, "expand_clone")
     op = b.emit("copy", [t.value], [TensorType(t.dtype, tuple(dims))], {"tile": tile})
-    return _result(op)
+    return _with_valid(_result(op), valid_shape)
 
 
 def tensor(shape, dtype: DType, name: str | None = None):
@@ -719,7 +729,7 @@ def full(size, fill_value, dtype: DType = F32, valid_shape=None, strict: bool = 
         raise b.error(f"full: fill value must be a number, not {type(fill_value).__name__}")
     tile = _tile(b, len(dims), dtype, dims, "full", strict=strict)
     op = b.emit("full", [], [TensorType(dtype, dims)], {"value": v, "tile": tile})
-    return _result(op)
+    return _with_valid(_result(op), valid_shape)
 
 
 def full_like(t, value):
