@@ -24,7 +24,11 @@ _LAZY = {
     **{n: "libpypto.frontend.config" for n in (
         "RunMode", "options", "set_options", "set_pass_options", "set_pass_config",
         "set_semantic_label", "set_host_options", "set_codegen_options",
-        "set_runtime_options", "set_verify_options", "set_debug_options")},
+        "set_runtime_options", "set_verify_options", "set_debug_options", "get_pass_options",
+        "get_host_options", "get_codegen_options", "get_runtime_options",
+        "get_verify_options", "get_debug_options", "reset_options", "set_conv_tile_shapes",
+        "get_conv_tile_shapes", "set_pass_default_config", "get_pass_default_config",
+        "get_pass_config", "get_pass_configs")},
     "Element": "libpypto.frontend.api",
     "Kernel": "libpypto.frontend.kernel",
     "jit": "libpypto.jit",

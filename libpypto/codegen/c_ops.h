@@ -16,6 +16,11 @@ static inline int64_t pp_iremainder(int64_t a, int64_t b) {
     return b == 0 ? 0 : a - pp_ifloordiv(a, b) * b;
 }
 static inline int64_t pp_ifmod(int64_t a, int64_t b) { return b == 0 ? 0 : a % b; }
+static inline int64_t pp_igcd(int64_t a, int64_t b) {
+    uint64_t x = a < 0 ? -(uint64_t)a : (uint64_t)a, y = b < 0 ? -(uint64_t)b : (uint64_t)b;
+    while (y) { uint64_t t = x % y; x = y; y = t; }
+    return (int64_t)x;
+}
 
 /* Stable argsort of n keys (merge sort on indices): equal keys keep their order; NaN sorts
    last ascending and first descending. */

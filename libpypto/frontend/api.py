@@ -12,7 +12,7 @@ import builtins
 
 from ..ir import expr as E
 from ..ir.types import DType
-from . import ops
+from . import composites, ops
 from .enums import PrecisionType, member
 from .tensor import SymScalar, TraceTensor, builder, scalar_expr
 
@@ -191,3 +191,51 @@ def from_torch(t, name: str = "", dynamic_axis=None, **_):
     if hasattr(t, "detach"):
         t = t.detach()
     return np.asarray(t)
+
+
+def index_add_ub(input, dim: int, index, source, *, alpha=1):  # noqa: A002
+    """The reference's UB-resident index_add: the same values as index_add."""
+    return ops.index_add(input, dim, index, source, alpha)
+
+
+def index_add__ub(input, dim: int, index, source, *, alpha=1):  # noqa: A002
+    """The reference's UB-resident index_add_: the same values as index_add_."""
+    return index_add_(input, dim, index, source, alpha=alpha)
+
+
+def atomic_add(src, offsets, dst) -> None:
+    """dst[offsets : offsets + src.shape] += src (the reference accumulates atomically across
+    parallel tasks; pypto's iterations run in order, so a read, an add and an assemble give
+    the same values)."""
+    b = builder()
+    if not isinstance(dst, TraceTensor) or not isinstance(src, TraceTensor):
+        raise b.error("atomic_add takes a source and a destination tensor")
+    cur = ops.view(dst, list(src.type.shape), offsets)
+    ops.assemble(ops.add(cur, src), offsets, dst)
+
+
+def fillpad(x, mode: str = "constant", value=0):
+    """x with every element outside its valid region (view(..., valid_shape=)) set to value;
+    only mode 'constant', as in the reference."""
+    b = builder()
+    if mode != "constant":
+        raise b.error(f"fillpad: mode {mode!r} is not supported (only 'constant')")
+    if x.valid is None:
+        return composites.clone(x)
+    # a local filled with value, then x's valid region written over it (assemble writes
+    # only the valid region), read back whole
+    t = ops.tensor(list(x.type.shape), x.dtype)
+    ops.assemble(ops.full(list(x.type.shape), value, x.dtype), [0] * x.ndim, t)
+    ops.assemble(x, [0] * x.ndim, t)
+    return ops.view(t, list(x.type.shape), [0] * x.ndim)
+
+
+def set_cache_policy(x, policy, value: bool) -> None:
+    """An L2 cache hint of the reference: checked, no effect on the host."""
+    from .enums import CachePolicy
+    member(CachePolicy, policy, "set_cache_policy")
+    x._cache_policy = {**getattr(x, "_cache_policy", {}), policy: bool(value)}
+
+
+def get_cache_policy(x, policy) -> bool:
+    return getattr(x, "_cache_policy", {}).get(policy, False)

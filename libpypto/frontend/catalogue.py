@@ -52,7 +52,8 @@ METHODS.update({"abs": ops.abs_, "add": ops.add, "sub": ops.sub, "sum": ops.sum,
                 "assemble": lambda s, src, offsets: ops.assemble(src, offsets, s),
                 "greater": ops.gt, "hypot": ops.hypot, "prelu": composites.prelu,
                 "sigmoid": CATALOGUE["sigmoid"], "relu": CATALOGUE["relu"],
-                "lrelu": composites.lrelu})
+                "lrelu": composites.lrelu, "set_cache_policy": api.set_cache_policy,
+                "get_cache_policy": api.get_cache_policy})
 METHODS.update({n: CATALOGUE[n] for n in ("div", "fmod", "remainder", "exp", "sqrt", "rsqrt",
                                           "log", "log2", "log10", "reciprocal")})
 

@@ -30,6 +30,9 @@ class RunMode(enum.IntEnum):
     SIM = 1
 
 
+_SET: dict = {g: {} for g in GROUPS}       # what set_*_options recorded (get_*_options)
+
+
 def check_options(where: str, groups: dict, loc: Loc | None = None) -> None:
     """Warn once for every option key pypto does not implement; refuse a non-dict group."""
     for group, value in groups.items():
@@ -112,14 +115,64 @@ def set_pass_options(**kv) -> None:
     """The reference's pass knobs (sg_set_scope, vec_nbuffer_setting, ...): a warning naming
     them (pypto-lower's own pass options are given on its command line)."""
     check_options("set_pass_options", {"pass_options": kv})
+    _SET["pass_options"].update(kv)
 
 
 def _setter(group: str):
     def fn(**kv) -> None:
         check_options(f"set_{group}", {group: kv})
+        _SET[group].update(kv)
     fn.__name__ = f"set_{group}"
     fn.__doc__ = f"The reference's {group}: a warning naming each key (not implemented)."
     return fn
+
+
+def _getter(group: str):
+    def fn() -> dict:
+        return dict(_SET[group])
+    fn.__name__ = f"get_{group}"
+    fn.__doc__ = f"The {group} set so far (recorded; see set_{group})."
+    return fn
+
+
+get_pass_options = _getter("pass_options")
+get_host_options = _getter("host_options")
+get_codegen_options = _getter("codegen_options")
+get_runtime_options = _getter("runtime_options")
+get_verify_options = _getter("verify_options")
+get_debug_options = _getter("debug_options")
+
+
+def reset_options() -> None:
+    """Forget every option set with set_*_options."""
+    for g in _SET.values():
+        g.clear()
+
+
+def set_conv_tile_shapes(*_a, **_k) -> None:
+    """conv is not in pypto's catalogue: an error."""
+    raise CompileError("set_conv_tile_shapes: conv is not implemented by pypto")
+
+
+def get_conv_tile_shapes():
+    return None
+
+
+def set_pass_default_config(key, value) -> None:
+    _warn(f"set_pass_default_config({key!r})",
+          "pypto-lower's passes take their options on its command line")
+
+
+def get_pass_default_config(key, default_value=False):
+    return default_value
+
+
+def get_pass_config(strategy, identifier, key, default_value=False):
+    return default_value
+
+
+def get_pass_configs(strategy, identifier) -> dict:
+    return {}
 
 
 set_host_options = _setter("host_options")

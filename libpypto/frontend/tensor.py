@@ -275,6 +275,30 @@ class SymScalar:
         r = E.maximum(self.e, scalar_expr(o))
         return r if isinstance(r, int) else SymScalar(r)
 
+    # the reference's SymbolicScalar queries
+    def is_concrete(self) -> bool:
+        """True when the value is known at trace time (an int)."""
+        return isinstance(self.e, int)
+
+    is_immediate = is_concrete
+
+    def concrete(self) -> int:
+        if not isinstance(self.e, int):
+            raise _b().error(f"{E.to_str(self.e)} is only known at run time")
+        return self.e
+
+    def is_symbol(self) -> bool:
+        """A bare symbol (a dim or a loop index), not an expression of one."""
+        return isinstance(self.e, E.Expr) and self.e.op == "sym"
+
+    def is_expression(self) -> bool:
+        return isinstance(self.e, E.Expr) and self.e.op != "sym"
+
+    def as_variable(self) -> "SymScalar":
+        """The reference names an expression as a runtime variable; here it is the same
+        scalar (expressions are evaluated where they are used)."""
+        return self
+
     def __index__(self):
         raise _b().error(f"symbolic value {E.to_str(self.e)} used where a Python int is needed "
                          f"(its value is only known at run time)")

@@ -206,3 +206,43 @@ def test_higher_rank_tile_uses_trailing_dims(backend):
         y[:] = x * 2.0
     with pytest.raises(pypto.CompileError, match="has rank 1"):
         bad.trace()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gcd_fillpad_atomic_add(backend):
+    @pypto.jit(backend=backend)
+    def k(a: pypto.Tensor([8, 32], pypto.DT_INT32), b: pypto.Tensor([8, 32], pypto.DT_INT32),
+          g: pypto.Tensor([8, 32], pypto.DT_INT32),
+          x: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32),
+          y: pypto.Tensor([16, 32], pypto.DT_FP32), z: pypto.Tensor([16, 32], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 32)
+        g[:] = pypto.gcd(a, b) + a.gcd(12)
+        pypto.set_vec_tile_shapes(16, 32)
+        n = x.shape[0]
+        assert n.is_symbol() and not n.is_concrete() and (n + 1).is_expression()
+        v = pypto.view(x, [16, 32], [0, 0], valid_shape=[n.min(16), 20])
+        y[:] = pypto.fillpad(v, value=-1.0)
+        z[:] = pypto.full([16, 32], 1.0, pypto.DT_FP32)
+        pypto.atomic_add(pypto.view(x, [8, 32], [0, 0]), [4, 0], z)
+    rng = np.random.default_rng(0)
+    a = rng.integers(-100, 100, (8, 32)).astype(np.int32)
+    b = rng.integers(-100, 100, (8, 32)).astype(np.int32)
+    x = np.arange(10 * 32, dtype=np.float32).reshape(10, 32)
+    g, y, z = np.zeros_like(a), np.zeros((16, 32), np.float32), np.zeros((16, 32), np.float32)
+    k(a, b, g, x, y, z)
+    np.testing.assert_array_equal(g, np.gcd(a, b) + np.gcd(a, 12))
+    want = np.full((16, 32), -1.0, np.float32)
+    want[:10, :20] = x[:, :20]
+    np.testing.assert_array_equal(y, want)
+    wz = np.ones((16, 32), np.float32)
+    wz[4:12] += x[:8]
+    np.testing.assert_array_equal(z, wz)
+
+
+def test_option_getters_record_and_reset():
+    with pytest.warns(UserWarning, match="device_sched_mode"):
+        pypto.set_runtime_options(device_sched_mode=1)
+    assert pypto.get_runtime_options() == {"device_sched_mode": 1}
+    pypto.reset_options()
+    assert pypto.get_runtime_options() == {}
+    assert pypto.index_add_ub is not None and pypto.index_add__ub is not None
