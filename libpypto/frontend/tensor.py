@@ -480,8 +480,11 @@ class TraceTensor:
     def ndim(self) -> int:
         return self.value.type.rank
 
-    def dim(self, i: int) -> E.Ex:
-        return _b().norm(self.value.type.shape[i])
+    @property
+    def dim(self) -> "_Rank":
+        """The rank, as the reference's `x.dim` property; called, `x.dim(i)` is the size of
+        dim i (an int or an Expr), as pypto's own code uses it."""
+        return _Rank(self)
 
     def __repr__(self) -> str:
         return f"<traced tensor {self.value.type}{' ' + self.memory if self.memory else ''}>"
@@ -498,6 +501,18 @@ class TraceTensor:
 
     def __iter__(self):
         raise _b().error("iterating over a tensor is not supported; slice it or use pypto.loop")
+
+
+class _Rank(int):
+    """A tensor's rank that, called with a dim, gives that dim's size."""
+
+    def __new__(cls, t: "TraceTensor"):
+        r = int.__new__(cls, t.value.type.rank)
+        r._t = t
+        return r
+
+    def __call__(self, i: int) -> E.Ex:
+        return _b().norm(self._t.value.type.shape[i])
 
 
 def fmt_shape(shape) -> str:

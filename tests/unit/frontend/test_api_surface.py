@@ -246,3 +246,12 @@ def test_option_getters_record_and_reset():
     pypto.reset_options()
     assert pypto.get_runtime_options() == {}
     assert pypto.index_add_ub is not None and pypto.index_add__ub is not None
+
+
+def test_dim_is_the_rank_as_in_the_reference():
+    @pypto.jit
+    def k(x: pypto.Tensor([8, 32], pypto.DT_FP32), y: pypto.Tensor([8, 32], pypto.DT_FP32)):
+        assert x.dim == 2 and x.dim(1) == 32
+        pypto.set_vec_tile_shapes(8, 32)
+        y[:] = x + 1.0
+    k.trace()
