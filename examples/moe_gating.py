@@ -10,7 +10,7 @@ import libpypto as pypto
 def moe_gating(logits: pypto.Tensor[["T", 64], pypto.DT_FP32],
                bias: pypto.Tensor[[64], pypto.DT_FP32],
                weights: pypto.Tensor[["T", 8], pypto.DT_FP32],
-               ids: pypto.Tensor[["T", 8], pypto.DT_INT64], topk_group: int = 2):
+               ids: pypto.Tensor[["T", 8], pypto.DT_INT32], topk_group: int = 2):
     t = logits.shape[0]
     pypto.set_vec_tile_shapes(8, 64)
     s = pypto.sigmoid(logits)
@@ -42,7 +42,7 @@ def reference(logits, bias, topk_group=2):
     masked = np.where(np.repeat(keep, 8, -1), sb, -np.inf)
     top = np.argsort(-masked, -1, kind="stable")[:, :8]
     w = np.take_along_axis(s, top, -1)
-    return {"weights": (w / w.sum(-1, keepdims=True)).astype(np.float32), "ids": top}
+    return {"weights": (w / w.sum(-1, keepdims=True)).astype(np.float32), "ids": top.astype(np.int32)}
 
 
 EXAMPLE = {"bind": {"T": 19}}

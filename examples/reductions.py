@@ -11,7 +11,7 @@ def reductions(x: pypto.Tensor[[8, 16, 32], pypto.DT_FP32],
                mx1: pypto.Tensor[[8, 32], pypto.DT_FP32],
                mn2: pypto.Tensor[[8, 16], pypto.DT_FP32],
                stats: pypto.Tensor[[8, 16, 1], pypto.DT_FP32],
-               am: pypto.Tensor[[8, 16], pypto.DT_INT64],
+               am: pypto.Tensor[[8, 16], pypto.DT_INT32],
                scans: pypto.Tensor[[8, 16, 32], pypto.DT_FP32]):
     pypto.set_vec_tile_shapes(8, 16, 32)
     s0[:] = pypto.sum(x, 0, keepdim=True)
@@ -31,7 +31,7 @@ def reference(x):
     return {"s0": x.sum(0, keepdims=True), "mx1": x.max(1), "mn2": x.min(-1),
             "stats": x.mean(-1, keepdims=True) + x.var(-1, ddof=1, keepdims=True)
             + np.prod(x * f(0.1) + f(1), -1, keepdims=True),
-            "am": x.argmax(-1) * 100 + x.argmin(2),
+            "am": (x.argmax(-1) * 100 + x.argmin(2)).astype(np.int32),
             "scans": np.cumsum(x, 1) + np.cumprod(x * f(0.01) + f(1), 2)}
 
 

@@ -16,7 +16,20 @@ _LAZY = {
     **{n: _TENSOR for n in (
         "Tensor", "DYNAMIC", "DYN", "STATIC", "SymScalar",
         "DT_FP32", "DT_FP16", "DT_BF16", "DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64",
-        "DT_UINT8", "DT_BOOL", "loop", "loop_unroll", "is_loop_begin", "is_loop_end", "cond")},
+        "DT_UINT8", "DT_UINT16", "DT_UINT32", "DT_UINT64", "DT_BOOL", "loop", "loop_unroll", "is_loop_begin", "is_loop_end", "cond")},
+    **{n: "libpypto.frontend.enums" for n in (
+        "CastMode", "SaturationMode", "PrecisionType", "TileOpFormat", "CachePolicy",
+        "LogBaseType", "TopKAlgo", "ScatterMode", "ReduceMode", "ReLuType", "TransMode",
+        "OpType", "OutType", "DataType")},
+    **{n: "libpypto.frontend.config" for n in (
+        "RunMode", "options", "set_options", "set_pass_options", "set_pass_config",
+        "set_semantic_label", "set_host_options", "set_codegen_options",
+        "set_runtime_options", "set_verify_options", "set_debug_options", "get_pass_options",
+        "get_host_options", "get_codegen_options", "get_runtime_options",
+        "get_verify_options", "get_debug_options", "reset_options", "set_conv_tile_shapes",
+        "get_conv_tile_shapes", "set_pass_default_config", "get_pass_default_config",
+        "get_pass_config", "get_pass_configs")},
+    "Element": "libpypto.frontend.api",
     "Kernel": "libpypto.frontend.kernel",
     "jit": "libpypto.jit",
     # library (one call per tool)
@@ -32,6 +45,16 @@ _SUBMODULES = {"errors", "driver", "ir", "frontend", "prolang", "pro", "passes",
                "sim", "prof", "targets", "cli", "analysis"}
 
 
+def _frontend_getattr(name: str):
+    # pypto.frontend.jit is pypto.jit (the reference's models spell it so)
+    if name == "jit":
+        return import_module("libpypto.jit").jit
+    raise AttributeError(f"module 'libpypto.frontend' has no attribute {name!r}")
+
+
+import_module("libpypto.frontend").__getattr__ = _frontend_getattr
+
+
 def __getattr__(name: str):
     if name in _SUBMODULES:
         return import_module(f"libpypto.{name}")
@@ -40,6 +63,10 @@ def __getattr__(name: str):
         value = getattr(import_module(target), name)
     else:      # the op catalogue: pypto.exp, pypto.matmul, ...
         value = import_module(_CATALOGUE).CATALOGUE.get(name)
+        if value is None and name.startswith("DT_"):
+            enums = import_module("libpypto.frontend.enums")
+            if name in enums.UNSUPPORTED_DTYPES:
+                raise enums.unsupported_dtype(name)
         if value is None:
             raise AttributeError(f"module 'libpypto' has no attribute {name!r}")
     globals()[name] = value

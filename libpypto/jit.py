@@ -27,11 +27,35 @@ class JitKernel(Kernel):
         return call_kernel(self, args, kwargs)
 
 
+OWN_OPTIONS = ("backend", "target", "threads")
+
+
 def jit(fn=None, **options):
-    """Decorator: @pypto.jit or @pypto.jit(backend=..., target=..., threads=...)."""
+    """Decorator: @pypto.jit or @pypto.jit(backend=..., target=..., threads=...), also as
+    pypto.frontend.jit. The reference's options (host_options, codegen_options,
+    pass_options, runtime_options, verify_options, debug_options, new_ir,
+    create_new_logical_tensor) are accepted: runtime_options run_mode and new_ir are
+    honoured, every other key is a one-line warning naming it (frontend/config.py); an
+    unknown keyword is an error."""
     if fn is None:
-        return lambda f: JitKernel(f, **options)
-    return JitKernel(fn)
+        return lambda f: jit(f, **options)
+    return JitKernel(fn, **_own_options(fn, options))
+
+
+def _own_options(fn, options: dict) -> dict:
+    from .frontend.config import GROUPS, check_options
+    from .ir.core import Loc
+    import os
+    code = getattr(fn, "__code__", None)
+    loc = Loc(os.path.basename(code.co_filename), code.co_firstlineno) if code else None
+    unknown = set(options) - set(OWN_OPTIONS) - set(GROUPS) - {"new_ir",
+                                                                "create_new_logical_tensor"}
+    if unknown:
+        raise TypeError(f"jit() got unexpected keyword argument(s) "
+                        f"{', '.join(sorted(unknown))} (pypto's own: {', '.join(OWN_OPTIONS)})")
+    check_options(f"jit({getattr(fn, '__name__', '?')})",
+                  {g: options[g] for g in GROUPS if g in options}, loc)
+    return {k: v for k, v in options.items() if k in OWN_OPTIONS}
 
 
 class Compiled:
@@ -54,10 +78,11 @@ def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None
     from .errors import RELEASE
     from .analysis.bind import run_sizes
     from .targets import host_cpus
-    tensors = _tensor_args(k, args)
+    kk = _resolve(k, args)             # k itself unless a spec takes the argument's shape
+    tensors = _tensor_args(kk, args)
     consts = _const_args(k, args[len(k.tensor_params):], kwargs)
     static = {f"{name}_{axis}": int(tensors[name].shape[axis])
-              for name, spec in k.tensor_params
+              for name, spec in kk.tensor_params
               for axis, d in enumerate(spec.shape) if d is STATIC}
     backend = k.options.get("backend") or "c"
     key = (tuple((n, str(a.dtype)) for n, a in tensors.items()),
@@ -65,7 +90,7 @@ def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None
            backend, k.options.get("target"), RELEASE)
     comp = k._cache.get(key)
     if comp is None:
-        comp = k._cache[key] = Compiled(k, consts, static, backend)
+        comp = k._cache[key] = Compiled(kk, consts, static, backend)
         k.compiles += 1
     # contiguous buffers to run on; outputs are copied back where the caller's were not
     work = {n: (a if a.flags.c_contiguous and a.flags.writeable else np.ascontiguousarray(a))
@@ -79,6 +104,25 @@ def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None
             except ValueError:
                 raise PyptoError(f"{k.name}(): cannot write output {n} back into a read-only "
                                  f"array") from None
+
+
+def _resolve(k: Kernel, args: tuple) -> Kernel:
+    """Specs that take their shape or dtype from the argument, made concrete (the cache key
+    holds the dtypes and the STATIC sizes, so one artifact per shape)."""
+    if not any(s.open for _, s in k.tensor_params):
+        return k
+    from .ir.types import from_numpy
+    found = {}
+    for (name, _), a in zip(k.tensor_params, args):
+        arr = _as_array(a, name)
+        try:
+            found[name] = (arr.ndim, from_numpy(arr.dtype))
+        except ValueError as exc:
+            raise UsageError(f"{k.name}(): {name}: {exc}") from None
+    try:
+        return k.resolved(found)
+    except TypeError as exc:
+        raise UsageError(f"{k.name}(): {exc}") from None
 
 
 def _tensor_args(k: Kernel, args: tuple) -> dict:

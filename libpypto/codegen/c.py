@@ -52,8 +52,8 @@ from .c_more import MoreInstrs
 from .c_plan import Fused, RowPass, RowRun, Single, arena_layout, matmul_kernel, plan_program
 from .c_rows import RowRuns
 from .srclines import LineNotes, source_map
-from .c_text import (ACC_LANES, c_comment, _MM_DT, _at, _flit, _ld, _minus, _numel, _reduce_ops, _st,
-                     _strides, _subst_ab)
+from .c_text import (ACC_LANES, c_comment, cvt_expr, _MM_DT, _at, _flit, _ld, _minus, _numel,
+                     _reduce_ops, _st, _strides, _subst_ab)
 
 _UNIT_METHODS = {Fused: "fused", RowRun: "row_run", RowPass: "row_pass"}
 
@@ -296,17 +296,19 @@ class _Program(MoreInstrs, RowRuns):
 
     def i_tcvt(self, op) -> None:
         d, s = op.operands
-        self.convert_all(d, s)
+        self.convert_all(d, s, op.attrs)
 
-    def convert_all(self, d, s) -> None:
+    def convert_all(self, d, s, attrs=None) -> None:
         n = _numel(d.type.shape)
         dn, sn = self.tile(d), self.tile(s)
-        if d.type.dtype == s.type.dtype:
+        if d.type.dtype == s.type.dtype and not (attrs or {}).get("mode"):
             self.emit(f"memcpy({dn}, {sn}, {n * d.type.dtype.itemsize});")
             return
         i = self.fresh()
+        x, kind = cvt_expr(s.type.dtype, d.type.dtype, _ld(s.type.dtype, f"{sn}[{i}]"),
+                           attrs or {})
         self.emit(f"for (int64_t {i} = 0; {i} < {n}; {i}++) {dn}[{i}] = "
-                  f"{_st(d.type.dtype, _ld(s.type.dtype, f'{sn}[{i}]'), s.type.dtype.kind)};")
+                  f"{_st(d.type.dtype, x, kind)};")
 
     def i_treshape(self, op) -> None:
         d, s = op.operands
@@ -395,8 +397,8 @@ class _Program(MoreInstrs, RowRuns):
         """C expression of an elementwise instruction (arg(v) renders a source element) and
         the kind ('float' or 'int') it computes in."""
         if op.name == "tcvt":
-            s = op.operands[1]
-            return arg(s), "float" if s.type.dtype.kind == "float" else "int"
+            d, s = op.operands
+            return cvt_expr(s.type.dtype, d.type.dtype, arg(s), op.attrs)
         d = O.ELEMENTWISE[op.name[1:]]
         dst, srcs = op.operands[0], op.operands[1:]
         data = [v for v in srcs if v.type.dtype.kind != "bool"] or srcs

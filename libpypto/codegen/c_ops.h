@@ -16,6 +16,11 @@ static inline int64_t pp_iremainder(int64_t a, int64_t b) {
     return b == 0 ? 0 : a - pp_ifloordiv(a, b) * b;
 }
 static inline int64_t pp_ifmod(int64_t a, int64_t b) { return b == 0 ? 0 : a % b; }
+static inline int64_t pp_igcd(int64_t a, int64_t b) {
+    uint64_t x = a < 0 ? -(uint64_t)a : (uint64_t)a, y = b < 0 ? -(uint64_t)b : (uint64_t)b;
+    while (y) { uint64_t t = x % y; x = y; y = t; }
+    return (int64_t)x;
+}
 
 /* Stable argsort of n keys (merge sort on indices): equal keys keep their order; NaN sorts
    last ascending and first descending. */
@@ -47,3 +52,60 @@ static void NAME(const T *key, int64_t *idx, int64_t n, int desc) {             
 #define PP_IS_NAN(x) ((x) != (x))
 PP_ARGSORT(pp_argsort_f, float, PP_IS_NAN)
 PP_ARGSORT(pp_argsort_i, int64_t, PP_NOT_NAN)
+
+/* cast with a CastMode and a SaturationMode (runtime/cast.py is the definition in numpy).
+   Modes: 0 rint (ties to even), 1 round (ties away from 0), 2 floor, 3 ceil, 4 trunc,
+   5 odd. q is a float64 below 2^53 in magnitude wherever a fraction matters, so every step
+   is exact. */
+static inline double pp_rnd(double q, int mode) {
+    switch (mode) {
+    case 0: return nearbyint(q);
+    case 1: return copysign(floor(fabs(q) + 0.5), q);
+    case 2: return floor(q);
+    case 3: return ceil(q);
+    case 4: return trunc(q);
+    default: {
+        double t = trunc(q);
+        return (t != q && fmod(t, 2.0) == 0.0) ? t + (q > 0 ? 1.0 : -1.0) : t;
+    }
+    }
+}
+/* x rounded to a binary float format of p mantissa bits, minimum exponent emin and largest
+   finite value big (the result is exactly representable there). Overflow gives inf under
+   rint and round and under floor (ceil) of a negative (positive) value, big otherwise;
+   sat clamps every result to [-big, big]; NaN stays NaN. */
+static inline double pp_fround(double x, int p, int emin, double big, int mode, int sat) {
+    if (x != x || x == 0.0 || isinf(x)) return (sat && isinf(x)) ? copysign(big, x) : x;
+    int ex;
+    (void)frexp(fabs(x), &ex);
+    int e = ex - 1 < emin ? emin : ex - 1;
+    double ulp = ldexp(1.0, e - (p - 1));
+    double y = pp_rnd(x / ulp, mode) * ulp;
+    if (fabs(y) > big) {
+        int to_inf = mode <= 1 || (mode == 2 && x < 0) || (mode == 3 && x > 0);
+        y = (to_inf && !sat) ? copysign(INFINITY, x) : copysign(big, x);
+    }
+    return y;
+}
+/* float -> integer: rounded in the mode; NaN gives 0 and +-inf maxv / minv; with sat every
+   value is clamped to [minv, maxv] (lo, hi: the same bounds as doubles), without it the value
+   wraps modulo 2^64 here and modulo 2^bits in the caller's narrowing store. u64: the target
+   is uint64 (values from 2^63 convert through uint64). */
+static inline int64_t pp_f2i(double x, int mode, int sat, double lo, double hi, int64_t minv,
+                             int64_t maxv, int u64) {
+    if (x != x) return 0;
+    if (isinf(x)) return x > 0 ? maxv : minv;
+    double r = pp_rnd(x, mode);
+    if (sat) {
+        if (r >= hi) return maxv;
+        if (r <= lo) return minv;
+        return u64 ? (int64_t)(uint64_t)r : (int64_t)r;
+    }
+    double m = fmod(r, 18446744073709551616.0);
+    if (m >= 9223372036854775808.0) m -= 18446744073709551616.0;
+    else if (m < -9223372036854775808.0) m += 18446744073709551616.0;
+    return (int64_t)m;
+}
+static inline int64_t pp_isat(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo ? lo : (v > hi ? hi : v);
+}

@@ -130,3 +130,50 @@ def _subst_ab(tmpl: str, env: dict) -> str:
             out.append(ch)
         i += 1
     return "".join(out)
+
+
+CAST_MODES = ("rint", "round", "floor", "ceil", "trunc", "odd")     # pp_rnd's numbering
+# binary float formats: mantissa bits (with the implicit one), minimum exponent, largest value
+_FLOAT_FMT = {"f32": (24, -126, "0x1.fffffep+127"), "f16": (11, -14, "65504.0"),
+              "bf16": (8, -126, "0x1.fep+127")}
+
+
+def _int_range(dt) -> tuple[int, int]:
+    bits = dt.itemsize * 8
+    if dt.np_name.startswith("uint"):
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+def _i64_lit(v: int) -> str:
+    if v >= 1 << 63:                      # uint64 max: its bits as int64
+        return "(int64_t)-1"
+    return "(-9223372036854775807LL - 1)" if v == -(1 << 63) else f"{v}LL"
+
+
+def cvt_expr(src, dst, x: str, attrs: dict) -> tuple[str, str]:
+    """A cast of the compute-type value x (an expression) from dtype src to dst with the
+    tcvt's mode and sat attributes: the value, in the compute type, that _st then stores
+    exactly, and its kind. runtime/cast.py defines the same in numpy."""
+    kind = "float" if src.kind == "float" else "int"
+    mode, sat = attrs.get("mode"), int(bool(attrs.get("sat")))
+    if dst.kind == "bool":
+        return x, kind
+    if dst.kind == "int":
+        lo, hi = _int_range(dst)
+        if kind == "float":
+            m = CAST_MODES.index(mode or "trunc")
+            u64 = int(hi >= 1 << 63)
+            return (f"pp_f2i((double)({x}), {m}, {sat}, {float(lo)!r}, {float(hi)!r}, "
+                    f"{_i64_lit(lo)}, {_i64_lit(hi)}, {u64})", "int")
+        slo, shi = _int_range(src) if src.kind == "int" else (0, 1)
+        if sat and (lo > slo or hi < shi):
+            return f"pp_isat({x}, {_i64_lit(max(lo, slo))}, {_i64_lit(min(hi, shi))})", "int"
+        return x, "int"
+    m = CAST_MODES.index(mode or "rint")
+    if src == dst:
+        return (f"(float)pp_rnd((double)({x}), {m})", "float") if mode else (x, kind)
+    if m == 0 and not sat:
+        return x, kind                    # the store rounds to nearest even
+    p, emin, big = _FLOAT_FMT[dst.name]
+    return f"(float)pp_fround((double)({x}), {p}, {emin}, {big}, {m}, {sat})", "float"

@@ -6,15 +6,15 @@ from __future__ import annotations
 import inspect
 
 from ..ir import ops as O
-from . import composites, ops
-from . import numpy_guard
-from .tensor import TraceTensor, _b, fmt_shape, scalar_expr, slice_key
+from . import api, composites, numpy_guard, ops
+from .enums import TileOpFormat
+from .tensor import SymScalar, TraceTensor, _b, fmt_shape, scalar_expr, slice_key
 
 
 def _catalogue() -> dict:
     """Every public function the two modules define (the generated elementwise ones too)."""
     out = {}
-    for m in (ops, composites):
+    for m in (ops, composites, api):            # later modules wrap earlier ones (api)
         for n, v in vars(m).items():
             if not n.startswith("_") and inspect.isfunction(v) and v.__module__ == m.__name__:
                 out[n] = v
@@ -23,6 +23,12 @@ def _catalogue() -> dict:
 
 
 CATALOGUE = _catalogue()       # pypto.<name> for every name here
+
+
+def api_matmul(a, b, out_dtype, *, a_trans=False, b_trans=False, c_matrix_nz=False,
+               extend_params=None):
+    return ops.matmul(a, b, out_dtype, a_trans=a_trans, b_trans=b_trans,
+                      c_matrix_nz=c_matrix_nz, extend_params=extend_params)
 
 # tensor methods: x.exp(), x.sum(-1), x.reshape([...]), ...
 METHODS = {n: getattr(ops, n) for n in list(O.UNARY) + list(O.BINARY) if hasattr(ops, n)}
@@ -39,7 +45,17 @@ METHODS.update({"abs": ops.abs_, "add": ops.add, "sub": ops.sub, "sum": ops.sum,
                 "index_add": ops.index_add, "tril": ops.tril, "triu": ops.triu,
                 "clip": composites.clip, "where": lambda x, c, y: ops.where(c, x, y),
                 "round": composites.round, "max": ops.amax, "min": ops.amin, "to": ops.cast,
-                "astype": ops.cast})
+                "astype": ops.cast, "move": api.move, "concat": composites.concat,
+                "matmul": api_matmul, "scatter_": api.scatter_, "scatter_update":
+                api.scatter_update, "tril_": api.tril_, "triu_": api.triu_,
+                "index_add_": api.index_add_, "axpy_": api.axpy_, "fill_": api.fill_,
+                "assemble": lambda s, src, offsets: ops.assemble(src, offsets, s),
+                "greater": ops.gt, "hypot": ops.hypot, "prelu": composites.prelu,
+                "sigmoid": CATALOGUE["sigmoid"], "relu": CATALOGUE["relu"],
+                "lrelu": composites.lrelu, "set_cache_policy": api.set_cache_policy,
+                "get_cache_policy": api.get_cache_policy})
+METHODS.update({n: CATALOGUE[n] for n in ("div", "fmod", "remainder", "exp", "sqrt", "rsqrt",
+                                          "log", "log2", "log10", "reciprocal")})
 
 _OPERATORS = {"__add__": ("add", False), "__radd__": ("add", True), "__sub__": ("sub", False),
               "__rsub__": ("sub", True), "__mul__": ("mul", False), "__rmul__": ("mul", True),
@@ -75,8 +91,15 @@ def _getitem(self, key):
 
 
 def _setitem(self, key, value):
+    """t[key] = value: assemble value at the slice's offsets. A slice with a start and no
+    stop (`out[i*32:, 0:] = t`) takes its extent from the value, as in the reference: the
+    value is assembled at that offset (its valid region, for a view with valid_shape); a
+    bare `:` is the whole dim and must match."""
     b = _b()
-    offsets, shape = slice_key(self, key)
+    open_ends: list = []
+    offsets, shape = slice_key(self, key, open_ends)
+    if isinstance(value, TraceTensor) and value.ndim == len(shape):
+        shape = [value.type.shape[i] if o else s for i, (s, o) in enumerate(zip(shape, open_ends))]
     if not isinstance(value, TraceTensor):
         if scalar_expr(value) is None and not isinstance(value, float):
             raise b.error(f"only tensors and scalars can be written into "
@@ -108,6 +131,16 @@ def _install() -> None:
     TraceTensor.__getitem__ = _getitem
     TraceTensor.__setitem__ = _setitem
     numpy_guard.install(TraceTensor, CATALOGUE)
+    TraceTensor.name = property(_name)
+    TraceTensor.id = property(lambda s: id(s.value))
+    TraceTensor.format = property(lambda s: TileOpFormat.TILEOP_ND)
+    TraceTensor.valid_shape = property(lambda s: s.shape if s.valid is None else tuple(
+        v if isinstance(v, int) else SymScalar(v) for v in s.valid))
+
+
+def _name(self) -> str:
+    """A parameter's or local tensor's name; a computed value's IR name, if any."""
+    return self.memory or self.value.name or ""
 
 
 _install()

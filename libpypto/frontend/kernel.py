@@ -16,7 +16,8 @@ from ..ir import expr as E
 from ..ir.core import Document, Loc, Op, Value
 from ..ir.types import TensorType
 from . import catalogue  # noqa: F401 -- installs the traced tensors' operators and methods
-from .tensor import MAX_PATHS, STATIC, TensorSpec, TraceTensor, _Builder, _current, _PKG_DIR
+from .tensor import (MAX_PATHS, STATIC, TensorSpec, TraceTensor, _Builder, _current, _PKG_DIR,
+                     new_trace)
 
 
 # -- kernels --------------------------------------------------------------------------------
@@ -58,6 +59,18 @@ class Kernel:
     def __repr__(self) -> str:
         return f"<pypto kernel {self.name}>"
 
+    def resolved(self, args: dict) -> "Kernel":
+        """This kernel with the parameter specs that take their shape or dtype from the
+        argument (Tensor(), Tensor([], dt), [d, ...]) made concrete for args
+        (name -> (ndim, DType)); itself when none does."""
+        if not any(s.open for _, s in self.tensor_params):
+            return self
+        import copy
+        k = copy.copy(self)
+        k.tensor_params = [(n, s.resolve(*args[n]) if n in args else s)
+                           for n, s in self.tensor_params]
+        return k
+
     def trace(self, consts: dict | None = None, static: dict | None = None,
               target=None) -> Document:
         """The Tensor Graph for these constants and STATIC sizes. Tile checks are made
@@ -69,6 +82,7 @@ def trace_kernel(k: Kernel, consts: dict, static: dict, target=None) -> Document
     """Trace every path of the kernel and merge them into one Tensor Graph document."""
     from ..targets import load_target
     machine = target or load_target("host")
+    new_trace()
     op_file = os.path.basename(inspect.getsourcefile(k.fn) or "<unknown>")
     const_vals = _bind_consts(k, consts)
     decisions: list = []
@@ -136,6 +150,11 @@ def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisio
     args, symbols = [], {}
     lines = _param_lines(k.fn)
     for idx, (pname, spec) in enumerate(k.tensor_params):
+        if spec.open:
+            raise CompileError(f"{k.name}: parameter {pname} takes its shape or dtype from the "
+                               f"argument ({spec!r}); call the kernel with arrays, or write "
+                               f"the dims out (pypto.STATIC for a size given per call)",
+                               Loc(op_file, lines[pname]))
         shape = []
         for axis, d in enumerate(spec.shape):
             if isinstance(d, int):

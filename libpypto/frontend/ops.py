@@ -9,9 +9,10 @@ import math
 
 from ..ir import expr as E
 from ..ir import ops as O
-from ..ir.tensor_ops import aligned_problem
+from ..ir.tensor_ops import INDEX, aligned_problem
 from ..ir.types import BOOL, DTYPES, F32, I64, DType, TensorType
-from .tensor import SymScalar, TraceTensor, builder, fmt_shape, scalar_expr
+from .enums import CastMode, SaturationMode, member
+from .tensor import SymScalar, TraceTensor, builder, fmt_shape, scalar_expr, unsupported
 
 _b = builder
 
@@ -38,7 +39,9 @@ def _tile(b, rank: int, dt: DType, shape, opname: str, strict: bool = True) -> l
     if tile is None:
         raise b.error(f"{opname}: no vector tile shape in force; call "
                       f"pypto.set_vec_tile_shapes(...) before this op")
-    if len(tile) != rank:
+    if len(tile) > rank:             # as the reference: the trailing dims (a 1-D gamma
+        tile = list(tile)[len(tile) - rank:]      # under set_vec_tile_shapes(8, 256))
+    elif len(tile) < rank:
         if strict:
             raise b.error(f"{opname}: tile shape {tuple(tile)} has rank {len(tile)} but the "
                           f"operand has rank {rank}; give one tile size per dim")
@@ -77,8 +80,9 @@ def _scalar_value(v):
         return v
     if isinstance(v, SymScalar):
         return v.e
-    if type(v).__module__ == "numpy" and hasattr(v, "item"):
-        return v.item()
+    if (type(v).__module__ == "numpy" or getattr(v, "_pypto_element", False)) and \
+            hasattr(v, "item"):
+        return v.item()          # numpy scalars, pypto.Element
     return None
 
 
@@ -272,11 +276,12 @@ def _arg_reduce(name: str, x, dim, keepdim: bool):
     b = _b()
     if dim is None or not isinstance(dim, int):
         raise b.error(f"{name} takes one dim")
-    return _reduce(name, x, dim, keepdim, I64)
+    return _reduce(name, x, dim, keepdim, INDEX)
 
 
 def argmax(x, dim=None, keepdim: bool = False):
-    """Index of the largest element along dim (the first one on ties), int64."""
+    """Index of the largest element along dim (the first one on ties), int32 as in the
+    reference."""
     return _arg_reduce("argmax", x, dim, keepdim)
 
 
@@ -334,23 +339,24 @@ def topk(x, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, al
     if not isinstance(k, int) or not (isinstance(n, int) and 0 < k <= n):
         raise b.error(f"topk: k={k!r} must be an int in [1, {E.to_str(n)}]")
     shape = _norm_shape(b, x.type.shape[:-1]) + (k,)
-    v, i = _sort_like("topk", x, dim, [TensorType(x.dtype, shape), TensorType(I64, shape)],
+    v, i = _sort_like("topk", x, dim, [TensorType(x.dtype, shape), TensorType(INDEX, shape)],
                       {"k": k, "largest": bool(largest)})
     return v, i
 
 
 def sort(x, dim: int = -1, descending: bool = False):
     shape = _norm_shape(_b(), x.type.shape)
-    v, i = _sort_like("sort", x, dim, [TensorType(x.dtype, shape), TensorType(I64, shape)],
+    v, i = _sort_like("sort", x, dim, [TensorType(x.dtype, shape), TensorType(INDEX, shape)],
                       {"descending": bool(descending)})
     return v, i
 
 
-def argsort(x, dim: int = -1, descending: bool = True):
-    """Indices that sort x along the last dim (descending by default, as in the reference);
-    equal elements keep their order."""
+def argsort(x, dim: int = -1, descending: bool = False):
+    """Indices (int32) that sort x along the last dim; equal elements keep their order.
+    Ascending by default as the reference's implementation (python/pypto/op/comparison.py)
+    has it; its documentation page says descending=True (docs/parity.md)."""
     shape = _norm_shape(_b(), x.type.shape)
-    (i,) = _sort_like("argsort", x, dim, [TensorType(I64, shape)],
+    (i,) = _sort_like("argsort", x, dim, [TensorType(INDEX, shape)],
                       {"descending": bool(descending)})
     return i
 
@@ -380,10 +386,13 @@ def _cube_fits(b, dt: DType, out_dt: DType) -> None:
 
 
 def matmul(a, b_, out_dtype: DType, a_trans: bool = False, b_trans: bool = False,
-           bias=None, extend_params: dict | None = None):
+           bias=None, extend_params: dict | None = None, c_matrix_nz: bool = False):
     """a @ b for 2-D to 4-D operands with batch broadcasting; fp32 (int32) accumulation,
-    optional transposes and a bias row added before the cast to out_dtype."""
+    optional transposes and a bias row added before the cast to out_dtype. c_matrix_nz (the
+    reference's NZ output layout) is warned about: pypto writes ND."""
     b = _b()
+    if c_matrix_nz:
+        unsupported("matmul(c_matrix_nz=True)", "pypto writes the result ND (row-major)")
     a = _tensor(a, b, "matmul")
     b_ = _tensor(b_, b, "matmul")
     if extend_params:
@@ -426,16 +435,43 @@ def matmul(a, b_, out_dtype: DType, a_trans: bool = False, b_trans: bool = False
     return out
 
 
-def cast(x, dtype: DType, mode=None, strict: bool = True):
-    """Convert to dtype, rounding to nearest even (floats to ints included)."""
+def _cast_mode(b, x, dtype: DType, mode, satmode) -> tuple:
+    """(IR mode, sat) of a cast; CAST_ODD off fp32 -> fp16 falls back to the default as in
+    the reference, with a warning."""
+    m = member(CastMode, CastMode.CAST_NONE if mode is None else mode, "cast mode").value
+    sat = member(SaturationMode, SaturationMode.OFF if satmode is None else satmode,
+                 "cast satmode").value
+    if m == "odd" and not (x.dtype.name == "f32" and dtype.name == "f16"):
+        unsupported(f"CAST_ODD for {x.dtype} -> {dtype}",
+                    "the reference rounds only fp32 -> fp16 to odd and uses the default mode "
+                    "for other pairs, as pypto does")
+        m = None
+    return m, sat
+
+
+def cast(x, dtype: DType, mode=None, satmode=None, strict: bool = True):
+    """Convert to dtype with a CastMode rounding and a SaturationMode (runtime/cast.py).
+    mode None or CAST_NONE is the reference's default for the pair of dtypes: CAST_TRUNC
+    from a float to an integer, CAST_RINT otherwise. A cast to the same dtype without a
+    mode returns x itself; with a mode, a float is rounded to an integral value in it.
+    satmode OFF (default) wraps out-of-range integers modulo 2**bits, ON clamps them."""
     b = _b()
     x = _tensor(x, b, "cast")
     if not isinstance(dtype, DType):
         raise b.error(f"cast: bad dtype {dtype!r}; use pypto.DT_FP16 and friends")
+    m, sat = _cast_mode(b, x, dtype, mode, satmode)
+    if dtype == x.dtype and (m is None or not dtype.is_float):
+        return x
+    if m is None:
+        m = "trunc" if x.dtype.is_float and dtype.kind == "int" else "rint"
     small = x.dtype if x.dtype.itemsize <= dtype.itemsize else dtype
     tile = _tile(b, x.ndim, small, x.type.shape, "cast", strict)
-    op = b.emit("cast", [x.value], [TensorType(dtype, _norm_shape(b, x.type.shape))],
-                {"dtype": dtype.name, "tile": tile})
+    attrs = {"dtype": dtype.name, "tile": tile}
+    if (x.dtype.is_float or dtype.is_float) and dtype.kind != "bool":
+        attrs["mode"] = m                 # recorded where a value can round
+    if sat:
+        attrs["sat"] = True
+    op = b.emit("cast", [x.value], [TensorType(dtype, _norm_shape(b, x.type.shape))], attrs)
     return _result(op, x.valid)
 
 
@@ -506,8 +542,18 @@ def assemble(src, offsets, dst, parallel: bool = False) -> None:
     b.emit("assemble", [src.value, target.value], [], attrs)
 
 
+def _with_valid(r, valid_shape):
+    """r with valid_shape marking its valid region, exactly as a view with valid_shape does
+    (reshape, expand_clone and full take the keyword, as in the reference)."""
+    if valid_shape is None:
+        return r
+    return view(r, list(r.type.shape), [0] * r.ndim, valid_shape=valid_shape)
+
+
 def reshape(t, shape, valid_shape=None, inplace: bool = False):
-    """Same elements in a new shape (row-major); one entry may be -1."""
+    """Same elements in a new shape (row-major); one entry may be -1. valid_shape marks the
+    result's valid region (as view does); inplace changes nothing here (a reshape is
+    metadata either way)."""
     b = _b()
     t = _tensor(t, b, "reshape")
     dims = [_dim_arg(s, b, "reshape shape") for s in shape]
@@ -527,7 +573,7 @@ def reshape(t, shape, valid_shape=None, inplace: bool = False):
         raise b.error(f"reshape {fmt_shape(t.type.shape)} -> {fmt_shape(dims)}: element counts "
                       f"differ")
     op = b.emit("reshape", [t.value], [TensorType(t.dtype, tuple(dims))], {"shape": dims})
-    return _result(op)
+    return _with_valid(_result(op), valid_shape)
 
 
 def permute(t, perm):
@@ -543,15 +589,15 @@ def permute(t, perm):
     return _result(op)
 
 
-def expand_clone(t, shape):
-    """Materialise a broadcast of t to shape."""
+def expand_clone(t, shape, valid_shape=None):
+    """Materialise a broadcast of t to shape (valid_shape: as view's)."""
     b = _b()
     t = _tensor(t, b, "expand_clone")
     dims = [_dim_arg(s, b, "expand_clone shape") for s in shape]
     _broadcast(b, [t.type.shape, dims], "expand_clone")
     tile = _tile(b, len(dims), t.dtype, dims, "expand_clone")
     op = b.emit("copy", [t.value], [TensorType(t.dtype, tuple(dims))], {"tile": tile})
-    return _result(op)
+    return _with_valid(_result(op), valid_shape)
 
 
 def tensor(shape, dtype: DType, name: str | None = None):
@@ -683,7 +729,7 @@ def full(size, fill_value, dtype: DType = F32, valid_shape=None, strict: bool = 
         raise b.error(f"full: fill value must be a number, not {type(fill_value).__name__}")
     tile = _tile(b, len(dims), dtype, dims, "full", strict=strict)
     op = b.emit("full", [], [TensorType(dtype, dims)], {"value": v, "tile": tile})
-    return _result(op)
+    return _with_valid(_result(op), valid_shape)
 
 
 def full_like(t, value):

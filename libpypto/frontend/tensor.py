@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..errors import CompileError
+from ..errors import CompileError, warn
 from ..ir import expr as E
 from ..ir.core import Loc, Op, Value
 from ..ir.types import DType, TensorType, dtype as _dtype
@@ -38,17 +38,44 @@ STATIC = _DimMarker("STATIC")
 
 
 class TensorSpec:
-    """A parameter annotation: Tensor[[dims], dtype]."""
+    """A parameter annotation: Tensor[[dims], dtype] or Tensor([dims], dtype).
 
-    def __init__(self, shape, dtype: DType):
-        if not isinstance(shape, (list, tuple)):
+    As in the reference, the shape may come from the argument: `Tensor()` (shape and dtype),
+    `Tensor([], dtype)` (every dim) and `Tensor([d0, ...], dtype)` (the dims the Ellipsis
+    stands for). Such dims are STATIC: specialised per value (resolve() makes the spec of a
+    call's argument); tracing without arguments (an op file on the command line) needs them
+    written out."""
+
+    def __init__(self, shape=None, dtype: DType | None = None):
+        if shape is not None and not isinstance(shape, (list, tuple)):
             raise TypeError("Tensor[...] takes a list of dims and a dtype: Tensor[[N, 64], DT_FP32]")
-        for d in shape:
-            if not (isinstance(d, (int, str)) or d is DYNAMIC or d is STATIC):
+        for d in shape or ():
+            if not (isinstance(d, (int, str)) or d is DYNAMIC or d is STATIC or d is Ellipsis):
                 raise TypeError(f"bad dim {d!r}: use an int, pypto.DYNAMIC, pypto.STATIC or a name")
-        if not isinstance(dtype, DType):
+        if shape is not None and list(shape).count(Ellipsis) > 1:
+            raise TypeError("Tensor([...]): at most one ... in a shape")
+        if dtype is not None and not isinstance(dtype, DType):
             raise TypeError(f"bad dtype {dtype!r}: use pypto.DT_FP32 and friends")
-        self.shape, self.dtype = list(shape), dtype
+        self.shape = None if shape is None or len(shape) == 0 else list(shape)
+        self.dtype = dtype
+
+    @property
+    def open(self) -> bool:
+        """True when the shape or dtype comes from the argument."""
+        return self.shape is None or Ellipsis in self.shape or self.dtype is None
+
+    def resolve(self, ndim: int, dtype: DType) -> "TensorSpec":
+        """The spec for an argument of ndim dims and dtype: open dims become STATIC."""
+        if not self.open:
+            return self
+        shape = self.shape if self.shape is not None else [Ellipsis]
+        fixed = [d for d in shape if d is not Ellipsis]
+        if len(fixed) > ndim:
+            raise TypeError(f"{self!r} has more dims than the {ndim}-D argument")
+        if Ellipsis in shape:
+            i = shape.index(Ellipsis)
+            shape = shape[:i] + [STATIC] * (ndim - len(fixed)) + shape[i + 1:]
+        return TensorSpec(shape, self.dtype or dtype)
 
     def __repr__(self) -> str:
         return f"Tensor[{self.shape!r}, {self.dtype!r}]"
@@ -62,7 +89,7 @@ class Tensor:
             raise TypeError("Tensor[...] takes a list of dims and a dtype: Tensor[[N, 64], DT_FP32]")
         return TensorSpec(*item)
 
-    def __new__(cls, shape, dtype):
+    def __new__(cls, shape=None, dtype=None):
         return TensorSpec(shape, dtype)
 
 
@@ -176,6 +203,28 @@ def builder() -> _Builder:
     return _b()
 
 
+_WARNED: set = set()
+
+
+def new_trace() -> None:
+    """Warnings are once per op-file line and message within one trace (all its paths)."""
+    _WARNED.clear()
+
+
+def unsupported(what: str, note: str = "", error: bool = False) -> None:
+    """A keyword or option of the reference that pypto does not implement: an error, or one
+    warning per op-file line (never silently dropped)."""
+    b = _current[-1] if _current else None
+    msg = f"{what} is not implemented by pypto" + (f": {note}" if note else "")
+    if error:
+        raise (b.error(msg) if b else CompileError(msg))
+    loc = b.loc() if b else None
+    key = (msg, str(loc))
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warn(msg + " (ignored)", loc)
+
+
 # -- symbolic scalars -----------------------------------------------------------------------
 
 class SymScalar:
@@ -226,6 +275,30 @@ class SymScalar:
         r = E.maximum(self.e, scalar_expr(o))
         return r if isinstance(r, int) else SymScalar(r)
 
+    # the reference's SymbolicScalar queries
+    def is_concrete(self) -> bool:
+        """True when the value is known at trace time (an int)."""
+        return isinstance(self.e, int)
+
+    is_immediate = is_concrete
+
+    def concrete(self) -> int:
+        if not isinstance(self.e, int):
+            raise _b().error(f"{E.to_str(self.e)} is only known at run time")
+        return self.e
+
+    def is_symbol(self) -> bool:
+        """A bare symbol (a dim or a loop index), not an expression of one."""
+        return isinstance(self.e, E.Expr) and self.e.op == "sym"
+
+    def is_expression(self) -> bool:
+        return isinstance(self.e, E.Expr) and self.e.op != "sym"
+
+    def as_variable(self) -> "SymScalar":
+        """The reference names an expression as a runtime variable; here it is the same
+        scalar (expressions are evaluated where they are used)."""
+        return self
+
     def __index__(self):
         raise _b().error(f"symbolic value {E.to_str(self.e)} used where a Python int is needed "
                          f"(its value is only known at run time)")
@@ -268,10 +341,13 @@ def cond(c) -> bool:
 
 # -- loops ----------------------------------------------------------------------------------
 
-def loop(*args, name: str | None = None, idx_name: str | None = None, **_options):
+def loop(*args, name: str | None = None, idx_name: str | None = None, **options):
     """`for i in pypto.loop(stop)` / `pypto.loop(start, stop, step=1)`: a loop region, traced
-    once with a symbolic index; the runtime runs it for the bound sizes."""
+    once with a symbolic index; the runtime runs it for the bound sizes. idx_name only names
+    the index in the reference's dumps; the reference's scheduling options
+    (submit_before_loop, parallel, unroll_list) are warned about, never silently dropped."""
     b = _b()
+    _loop_options("pypto.loop", options)
     start, stop, step = _loop_bounds(b, args)
     return _loop_gen(b, start, stop, step, name)
 
@@ -314,10 +390,22 @@ def _loop_gen(b: _Builder, start, stop, step, name=None, factor: int | None = No
         b.regions.pop()
 
 
-def loop_unroll(start, stop=None, step: int = 1, unroll_list=(4,), name=None, **_options):
+def _loop_options(what: str, options: dict) -> None:
+    known = {"submit_before_loop", "parallel", "unroll_list", "idx_name"}
+    bad = sorted(set(options) - known)
+    if bad:
+        raise _b().error(f"{what}: unknown keyword(s) {', '.join(bad)}")
+    set_ = sorted(k for k, v in options.items() if v not in (None, False) and k != "idx_name")
+    if set_:
+        unsupported(f"{what}({', '.join(k + '=' for k in set_)})",
+                    "the reference's task-scheduling options; iterations run in order")
+
+
+def loop_unroll(start, stop=None, step: int = 1, unroll_list=(4,), name=None, **options):
     """Yields (idx, factor): one loop per factor, largest first, each iteration covering
     factor * step indices, then a remainder loop with factor 1."""
     b = _b()
+    _loop_options("pypto.loop_unroll", options)
     if stop is None:
         start, stop = 0, start
     start, stop, step = _loop_bounds(b, (start, stop, step))
@@ -392,8 +480,11 @@ class TraceTensor:
     def ndim(self) -> int:
         return self.value.type.rank
 
-    def dim(self, i: int) -> E.Ex:
-        return _b().norm(self.value.type.shape[i])
+    @property
+    def dim(self) -> "_Rank":
+        """The rank, as the reference's `x.dim` property; called, `x.dim(i)` is the size of
+        dim i (an int or an Expr), as pypto's own code uses it."""
+        return _Rank(self)
 
     def __repr__(self) -> str:
         return f"<traced tensor {self.value.type}{' ' + self.memory if self.memory else ''}>"
@@ -412,11 +503,25 @@ class TraceTensor:
         raise _b().error("iterating over a tensor is not supported; slice it or use pypto.loop")
 
 
+class _Rank(int):
+    """A tensor's rank that, called with a dim, gives that dim's size."""
+
+    def __new__(cls, t: "TraceTensor"):
+        r = int.__new__(cls, t.value.type.rank)
+        r._t = t
+        return r
+
+    def __call__(self, i: int) -> E.Ex:
+        return _b().norm(self._t.value.type.shape[i])
+
+
 def fmt_shape(shape) -> str:
     return "[" + ", ".join(E.to_str(d) for d in shape) + "]"
 
 
-def slice_key(t: TraceTensor, key) -> tuple[list, list]:
+def slice_key(t: TraceTensor, key, open_ends: list | None = None) -> tuple[list, list]:
+    """(offsets, shape) of t[key]; open_ends, if given, gets a bool per dim: the slice has a
+    start and no stop (`t[i:, 0:]`; a bare `:` is the whole dim)."""
     b = _b()
     if not isinstance(key, tuple):
         key = (key,)
@@ -437,6 +542,8 @@ def slice_key(t: TraceTensor, key) -> tuple[list, list]:
             raise b.error("slices with a step are not supported")
         lo = 0 if k.start is None else _index(k.start, dim, b)
         hi = dim if k.stop is None else _index(k.stop, dim, b)
+        if open_ends is not None:
+            open_ends.append(k.start is not None and k.stop is None)
         offsets.append(lo)
         shape.append(E.sub(hi, lo))
     return offsets, shape
@@ -454,3 +561,4 @@ def _index(v, dim, b) -> E.Ex:
 DT_FP32, DT_FP16, DT_BF16 = _dtype("f32"), _dtype("f16"), _dtype("bf16")
 DT_INT8, DT_INT16, DT_INT32, DT_INT64 = _dtype("i8"), _dtype("i16"), _dtype("i32"), _dtype("i64")
 DT_UINT8, DT_BOOL = _dtype("u8"), _dtype("bool")
+DT_UINT16, DT_UINT32, DT_UINT64 = _dtype("u16"), _dtype("u32"), _dtype("u64")

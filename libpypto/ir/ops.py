@@ -98,6 +98,8 @@ BINARY = {e.name: e for e in [
     _b("minimum", "np.minimum(a, b)", "pp_fmin(a, b)", "TMIN", c_int="(a < b ? a : b)"),
     _b("atan2", "np.arctan2(a, b)", "atan2f(a, b)", "TATAN2", (FLOAT,)),
     _b("hypot", "np.hypot(a, b)", "hypotf(a, b)", "THYPOT", (FLOAT,)),
+    # greatest common divisor of integers (non-negative; gcd(0, 0) = 0), as numpy's
+    _b("gcd", "np.gcd(a, b)", "pp_igcd(a, b)", "TGCD", (INT,)),
     _b("bitwise_and", "a & b", "a & b", "TAND", INTS),
     _b("bitwise_or", "a | b", "a | b", "TOR", INTS),
     _b("bitwise_xor", "a ^ b", "a ^ b", "TXOR", INTS),

@@ -12,7 +12,10 @@ from . import expr as E
 from . import ops as O
 from .opdef import (DTYPE, EXPR, EXPRS, INTS, NAT, Bool, Ex, Ident, Int, ListOf, Num, OpDef,
                     Str, Text, attr, opt)
-from .types import BOOL, DTYPES, I64, TensorType
+from .types import BOOL, DTYPES, I32, TensorType
+
+# the dtype of index outputs (argmax, argmin, topk, sort, argsort): the reference's DT_INT32
+INDEX = I32
 
 TILE = opt(ListOf(Int(1)))
 UNTILED = ("param", "tensor", "view", "loop", "if", "reshape")     # no tile shape of their own
@@ -122,7 +125,7 @@ def v_reduce(op, err) -> None:
     shape = [1 if i in dims else s for i, s in enumerate(x.shape)]
     if not keep:
         shape = [s for i, s in enumerate(shape) if i not in dims]
-    dt = I64 if op.name in ("argmax", "argmin") else x.dtype
+    dt = INDEX if op.name in ("argmax", "argmin") else x.dtype
     expect(op, err, [TensorType(dt, tuple(shape))])
     _tile_ok(op, err, x.shape, x.dtype)
 
@@ -140,8 +143,8 @@ def v_sort(op, err) -> None:
         return
     k = op.attrs.get("k", x.shape[-1]) if op.name == "topk" else x.shape[-1]
     shape = tuple(x.shape[:-1]) + (k,)
-    want = [TensorType(I64, shape)] if op.name == "argsort" else \
-        [TensorType(x.dtype, shape), TensorType(I64, shape)]
+    want = [TensorType(INDEX, shape)] if op.name == "argsort" else \
+        [TensorType(x.dtype, shape), TensorType(INDEX, shape)]
     if len(op.results) != len(want):
         err(f"{op.name} has {len(want)} results")
         return
@@ -271,11 +274,14 @@ def _elementwise(d: O.Elementwise) -> OpDef:
               tile="x_elementwise", interp="op_elementwise", optional=1 if d.arity == 2 else 0)
 
 
+# cast: a rounding mode (runtime/cast.py; absent: the reference's default for the dtypes)
+# and saturation
+CAST = {"mode": opt(Str("rint", "round", "floor", "ceil", "trunc", "odd")), "sat": opt(Bool())}
 REDUCE = {"dims": attr(INTS), "keepdim": attr(Bool()), "tile": TILE}
 SCAN = {"dim": attr(NAT), "tile": TILE}
 
 DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
-    _d("cast", (T,), (T,), {"dtype": attr(DTYPE), "tile": TILE}, v_elementwise,
+    _d("cast", (T,), (T,), {"dtype": attr(DTYPE), "tile": TILE, **CAST}, v_elementwise,
        tile="x_elementwise", interp="op_elementwise"),
     _d("param", (), (T,), {"index": attr(NAT), "role": opt(Str("input", "output"))},
        v_created, trace=""),

@@ -46,6 +46,9 @@ DTYPES = {d.name: d for d in [
     DType("i32", "DT_INT32", 4, "int", "int32", "int32_t"),
     DType("i64", "DT_INT64", 8, "int", "int64", "int64_t"),
     DType("u8", "DT_UINT8", 1, "int", "uint8", "uint8_t"),
+    DType("u16", "DT_UINT16", 2, "int", "uint16", "uint16_t"),
+    DType("u32", "DT_UINT32", 4, "int", "uint32", "uint32_t"),
+    DType("u64", "DT_UINT64", 8, "int", "uint64", "uint64_t"),
     DType("bool", "DT_BOOL", 1, "bool", "bool", "uint8_t"),
 ]}
 F32, F16, BF16, I32, I64, BOOL = (DTYPES[n] for n in ("f32", "f16", "bf16", "i32", "i64", "bool"))

@@ -160,7 +160,8 @@ class _Expander:
         body: list = []
         srcs = [self.load_operand(body, v, out_t.shape, tile, offs) for v in op.operands]
         dst = _tile(body, out_t.dtype, tile)
-        attrs = {k: op.attrs[k] for k in ("scalar", "scalar_side") if k in op.attrs}
+        attrs = {k: op.attrs[k] for k in ("scalar", "scalar_side", "mode", "sat")
+                 if k in op.attrs}
         name = "tcvt" if op.name == "cast" else "t" + op.name
         body.append(Op(name, [dst] + srcs, [], attrs, [], op.loc))
         self.finish(op, body, dst, grid, tile, offs, valid, limit)
@@ -378,6 +379,11 @@ class _Expander:
         body.append(Op("tsort", [vals, idx, src], [], {"descending": bool(desc),
                                                        "valid": xvalid}, [], op.loc))
         k = op.attrs.get("k", xt.shape[-1])
+        out_idx = op.results[-1].type.dtype
+        if out_idx != I64:                # the sort's i64 indices in the output's dtype
+            cv = _tile(body, out_idx, tile)
+            body.append(Op("tcvt", [cv, idx], [], {}, [], op.loc))
+            idx = cv
         outs = [vals, idx] if op.name != "argsort" else [idx]
         for i, t in enumerate(outs):
             home = self.workspace(op, i)

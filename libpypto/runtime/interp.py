@@ -18,6 +18,8 @@ from ..ir import ops as O
 from ..analysis.expand import check
 from ..ir.defs import OPS
 from ..ir.types import dtype as _dtype
+from . import cast as _cast
+from .cast import is_float
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 _erfc = np.vectorize(math.erfc, otypes=[np.float64])
@@ -34,29 +36,16 @@ def run_tensor(doc, arrays: dict, env: dict) -> dict:
     return arrays
 
 
-def is_float(dt) -> bool:
-    """numpy floats and ml_dtypes' bfloat16 (whose numpy kind is 'V')."""
-    return dt.kind == "f" or dt.name == "bfloat16"
-
-
 def work(a: np.ndarray) -> np.ndarray:
     """The compute type of an array: float32 for floats, int64 for integers and bools."""
     return a.astype(np.float32) if is_float(a.dtype) else a.astype(np.int64)
 
 
-def cast_array(x: np.ndarray, dt) -> np.ndarray:
-    """Convert with round-to-nearest-even (floats to ints included)."""
-    target = dt.np if not isinstance(dt, str) else _dtype(dt).np
-    if target.kind == "b":
-        return x != 0
-    if is_float(x.dtype) and target.kind in "iu":
-        with np.errstate(all="ignore"):
-            return np.rint(x.astype(np.float32)).astype(target)
-    with np.errstate(all="ignore"):        # out of range: inf or wrapped, as the C casts
-        if is_float(x.dtype) and is_float(target) and x.dtype.itemsize < 4 and \
-                target.itemsize < 4:
-            return x.astype(np.float32).astype(target)
-        return x.astype(target)
+def cast_array(x: np.ndarray, dt, mode: str | None = None, sat: bool = False) -> np.ndarray:
+    """Convert to a pypto dtype (or its name, or a numpy dtype) with a rounding mode (None:
+    the reference's default for the pair of dtypes) and saturation: runtime/cast.py."""
+    target = dt if isinstance(dt, np.dtype) else (_dtype(dt).np if isinstance(dt, str) else dt.np)
+    return _cast.cast_array(x, target, mode, sat)
 
 
 def elementwise(name: str, args: list, scalar=None, side: str = "rhs"):
@@ -147,7 +136,8 @@ class _Interp:
         ins = [self.get(v) for v in op.operands]
         valid = _merge_valid([v for _, v in ins], t.rank)
         if op.name == "cast":
-            self.set(op, cast_array(ins[0][0], t.dtype), valid)
+            self.set(op, cast_array(ins[0][0], t.dtype.np, op.attrs.get("mode"),
+                                    bool(op.attrs.get("sat"))), valid)
             return
         scalar = op.attrs.get("scalar")
         if isinstance(scalar, E.Expr):

@@ -55,6 +55,12 @@ def tstore(src, dst, offsets, valid) -> None:
         _put(dst[tuple(slice(o, o + e) for o, e in zip(offsets, ext))], s[reg])
 
 
+def tcvt(dst, src, mode=None, sat=False) -> None:
+    """A conversion with a rounding mode and saturation (runtime/cast.py)."""
+    src = src.reshape(dst.shape) if src.size == dst.size else src
+    dst[...] = cast_array(src, dst.dtype, mode, bool(sat))
+
+
 def tcopy(dst, src) -> None:
     _put(dst, src.reshape(dst.shape) if src.size == dst.size else src)
 

@@ -1,0 +1,202 @@
+"""The reference's option plumbing (pypto.options, set_options, set_pass_options, the jit's
+*_options dicts, set_semantic_label, RunMode): what pypto honours, and a one-line warning
+naming everything it does not (never silently dropped).
+
+Honoured: vec_tile_shapes / cube_tile_shapes / matrix_size (as set_vec_tile_shapes,
+set_cube_tile_shapes, set_matrix_size), runtime_options run_mode (RunMode.NPU and .SIM both
+run on the host: the numbers are the same), new_ir (pypto has one IR). Everything else
+(device-runtime knobs such as stitch_function_max_num, pass knobs such as enable_slice or
+sg_set_scope, host, codegen, debug and verify options) is a warning naming the keys: those
+settings tune the reference's device compiler and runtime and change no value.
+"""
+from __future__ import annotations
+
+import enum
+
+from ..errors import CompileError
+from ..ir.core import Loc
+from . import tensor
+from .tensor import _current
+
+GROUPS = ("host_options", "codegen_options", "pass_options", "runtime_options",
+          "verify_options", "debug_options", "operation_options")
+HONOURED = {"runtime_options": {"run_mode"}}
+
+
+class RunMode(enum.IntEnum):
+    """Where the reference runs a kernel (NPU or its CPU simulator): pypto runs both on the
+    host, with the same numbers."""
+    NPU = 0
+    SIM = 1
+
+
+_SET: dict = {g: {} for g in GROUPS}       # what set_*_options recorded (get_*_options)
+
+
+def check_options(where: str, groups: dict, loc: Loc | None = None) -> None:
+    """Warn once for every option key pypto does not implement; refuse a non-dict group."""
+    for group, value in groups.items():
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise CompileError(f"{where}: {group} must be a dict, not {type(value).__name__}",
+                               loc)
+        rest = sorted(str(k) for k in value if k not in HONOURED.get(group, ()))
+        if group == "runtime_options" and "run_mode" in value:
+            _run_mode(value["run_mode"], where, loc)
+        if rest:
+            _warn(f"{where}: {group} {', '.join(rest)}",
+                  "settings of the reference's device compiler and runtime", loc)
+
+
+def _run_mode(v, where: str, loc) -> None:
+    if not (isinstance(v, RunMode) or v in (0, 1) or
+            (isinstance(v, str) and v.upper() in ("NPU", "SIM"))):
+        raise CompileError(f"{where}: run_mode must be RunMode.NPU or RunMode.SIM, not {v!r}",
+                           loc)
+
+
+def _warn(what: str, note: str, loc=None) -> None:
+    if _current or loc is None:
+        tensor.unsupported(what, note)
+    else:
+        from .. import errors
+        key = (what, str(loc))
+        if key not in tensor._WARNED:
+            tensor._WARNED.add(key)
+            errors.warn(f"{what} is not implemented by pypto: {note} (ignored)", loc)
+
+
+class options:  # noqa: N801 -- the reference's name
+    """`@pypto.options(...)` on a function or `with pypto.options(...):`: the options are
+    checked (unimplemented ones warn) and the tile-shape ones applied while tracing."""
+
+    def __init__(self, name: str = "", vec_tile_shapes=None, cube_tile_shapes=None,
+                 conv_tile_shapes=None, matrix_size=None, **groups):
+        unknown = set(groups) - set(GROUPS)
+        if unknown:
+            raise TypeError(f"options() got unexpected keyword(s) {', '.join(sorted(unknown))}")
+        check_options("pypto.options", groups)
+        self.vec, self.cube, self.matrix = vec_tile_shapes, cube_tile_shapes, matrix_size
+        if conv_tile_shapes is not None:
+            tensor.unsupported("options(conv_tile_shapes=)", "conv is not in pypto's catalogue",
+                              error=bool(_current))
+
+    def __enter__(self):
+        if _current:
+            from . import ops
+            if self.vec is not None:
+                ops.set_vec_tile_shapes(*self.vec)
+            if self.cube is not None:
+                ops.set_cube_tile_shapes(*self.cube)
+            if self.matrix is not None:
+                ops.set_matrix_size(self.matrix)
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapped(*a, **k):
+            with self:
+                return fn(*a, **k)
+        return wrapped
+
+
+def set_options(**groups) -> None:
+    """set_options(pass_options=..., runtime_options=..., vec_tile_shapes=..., ...)."""
+    options(**groups).__enter__()
+
+
+def set_pass_options(**kv) -> None:
+    """The reference's pass knobs (sg_set_scope, vec_nbuffer_setting, ...): a warning naming
+    them (pypto-lower's own pass options are given on its command line)."""
+    check_options("set_pass_options", {"pass_options": kv})
+    _SET["pass_options"].update(kv)
+
+
+def _setter(group: str):
+    def fn(**kv) -> None:
+        check_options(f"set_{group}", {group: kv})
+        _SET[group].update(kv)
+    fn.__name__ = f"set_{group}"
+    fn.__doc__ = f"The reference's {group}: a warning naming each key (not implemented)."
+    return fn
+
+
+def _getter(group: str):
+    def fn() -> dict:
+        return dict(_SET[group])
+    fn.__name__ = f"get_{group}"
+    fn.__doc__ = f"The {group} set so far (recorded; see set_{group})."
+    return fn
+
+
+get_pass_options = _getter("pass_options")
+get_host_options = _getter("host_options")
+get_codegen_options = _getter("codegen_options")
+get_runtime_options = _getter("runtime_options")
+get_verify_options = _getter("verify_options")
+get_debug_options = _getter("debug_options")
+
+
+def reset_options() -> None:
+    """Forget every option set with set_*_options."""
+    for g in _SET.values():
+        g.clear()
+
+
+def set_conv_tile_shapes(*_a, **_k) -> None:
+    """conv is not in pypto's catalogue: an error."""
+    raise CompileError("set_conv_tile_shapes: conv is not implemented by pypto")
+
+
+def get_conv_tile_shapes():
+    return None
+
+
+def set_pass_default_config(key, value) -> None:
+    _warn(f"set_pass_default_config({key!r})",
+          "pypto-lower's passes take their options on its command line")
+
+
+def get_pass_default_config(key, default_value=False):
+    return default_value
+
+
+def get_pass_config(strategy, identifier, key, default_value=False):
+    return default_value
+
+
+def get_pass_configs(strategy, identifier) -> dict:
+    return {}
+
+
+set_host_options = _setter("host_options")
+set_codegen_options = _setter("codegen_options")
+set_runtime_options = _setter("runtime_options")
+set_verify_options = _setter("verify_options")
+set_debug_options = _setter("debug_options")
+
+
+def set_pass_config(strategy: str, identifier: str, key, value) -> None:
+    """The reference's per-pass switches: a warning naming the pass and key."""
+    _warn(f"set_pass_config({strategy!r}, {identifier!r}, {key!r})",
+          "pypto-lower's passes take their options on its command line (-p 'pass{k=v}')")
+
+
+def set_semantic_label(label: str) -> None:
+    """Names the ops traced after it (the reference shows it in its profiles)."""
+    if not isinstance(label, str):
+        raise CompileError(f"set_semantic_label takes a string, not {type(label).__name__}")
+    if _current:
+        _current[-1].label = label
+        key = ("set_semantic_label", None)
+        if key not in tensor._WARNED:
+            tensor._WARNED.add(key)
+            from .. import errors
+            errors.warn("set_semantic_label: labels are not carried through the levels yet "
+                        "(ignored)")
