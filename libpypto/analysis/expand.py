@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import InputError, PyptoError
 from ..ir import expr as E
+from .access import check_accesses
 from .limits import require
 
 GRANULE_CAP = 1 << 20     # granules per tensor; coarser granules only add false dependencies
@@ -61,6 +62,7 @@ def expand(doc, env: dict) -> Expansion:
                     shapes=dict(w.shapes))
     exp.preds = _dependencies(w.boxes, [lc.first for lc in w.launches],
                               [w.shapes[op] for op in w.gms], w.count)
+    check_accesses(exp)
     return exp
 
 

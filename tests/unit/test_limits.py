@@ -3,6 +3,7 @@ before the work starts: no hang, no allocation past memory, no crash (issue 7's 
 from __future__ import annotations
 
 import os
+import re
 import pathlib
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 from libpypto.analysis import limits
 from libpypto.driver import parse_ir
 from libpypto.errors import InputError
+from libpypto.ir import expr as E
 from libpypto.ir import serde
 from libpypto.ir.types import TensorType
 
@@ -127,3 +129,28 @@ def test_a_schedule_without_its_target_record_runs_or_is_refused_cleanly(ex, tmp
         one_line(p)
     else:
         assert "softmax: pass" in p.stderr, p.stderr
+
+
+# -- programs that reach outside their tensors (libpypto/analysis/access.py) -------------------
+
+def _edit_store(doc, edit):
+    prog = next(op for op in doc.body if op.name == "program")
+    store = [op for op in prog.walk() if op.name == "tstore"][-1]
+    edit(store.attrs)
+    return doc
+
+
+@pytest.mark.parametrize("edit, want", [
+    (lambda a: a.update(offsets=[E.add(a["offsets"][0], 1)] + a["offsets"][1:]),
+     "tstore touches .* in dim 0 of a tensor of shape \\[256, 512\\]"),
+    (lambda a: a.update(offsets=[E.sub(a["offsets"][0], 1)] + a["offsets"][1:]),
+     "tstore touches \\[-1:"),
+    (lambda a: a.update(valid=[a["valid"][0], 1024]), "outside the tensor or the tile"),
+])
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=pytest.mark.needs_cc)])
+def test_a_program_reaching_outside_its_tensor_is_refused_before_it_runs(ex, tmp_path, edit,
+                                                                         want, backend):
+    doc = _edit_store(ex.doc("add", "sched"), edit)
+    line = one_line(tool("run", save(tmp_path, doc, "reach.sched"), "--backend", backend,
+                         "-o", os.devnull))
+    assert re.search(want, line) and "add.py:11" in line, line
