@@ -7,6 +7,7 @@ from __future__ import annotations
 from .opdef import (EXPR, EXPRS, INT_LIMIT, NAT, SPACE, Anything, Bool, Bytes, DictOf, Ident,
                     Int, ListOf, MapOf, Null, Num, OneOf, OpDef, Str, Text, Tuple, attr, is_int,
                     opt, short)
+from .types import DTYPES
 
 M = ("module",)
 CORE = Str("vector", "cube", "mixed")
@@ -71,6 +72,14 @@ TARGET = DictOf({
 }, open_=True)
 BANDWIDTHS = ("gm_to_ub", "gm_to_l1", "ub_to_gm", "l0c_to_gm", "l1_to_l0", "l0c_to_ub")
 
+# a Pro kernel's launch facts (prolang/kernel.py): the runner and the C renderer read them
+PRO = DictOf({
+    "mixed": attr(Bool()),
+    "scalars": attr(ListOf(Tuple(Ident(), Str(*DTYPES)))),
+    "buffers": attr(BUFFERS),
+    "options": attr(MapOf(Ident(), Anything())),
+    "tiling_key": attr(MapOf(Ident(), OneOf(Num(), Bool(), Text(), Null()))),
+})
 SYMBOL = DictOf({"kind": attr(Str("dynamic", "named", "static")),
                  "dims": attr(ListOf(Tuple(Ident(), NAT))), "value": opt(NAT)})
 # the module attributes of a document (what `module {...}` holds)
@@ -83,7 +92,7 @@ DOC = {
     # the op file's lines that ops are located at, [file, line, text]: comments in the
     # listing and the generated code (frontend/kernel.py source_lines)
     "lines": opt(ListOf(Tuple(Text(), NAT, Text()))),
-    "pro": opt(MapOf(Ident(), Anything())),      # a Pro kernel's launch facts (prolang)
+    "pro": opt(PRO),      # a Pro kernel's launch facts (prolang)
 }
 
 

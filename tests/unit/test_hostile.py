@@ -196,3 +196,17 @@ def test_a_target_in_a_file_is_a_record_never_a_path(ex):
     doc.attrs["target"] = {"name": "/dev/zero"}
     with pytest.raises(PyptoError, match="module target needs clock_ghz, cores"):
         parse_ir(serde.dumps(doc), "x.ir")
+
+
+@pytest.mark.parametrize("edit, want", [
+    (lambda p: p.update(buffers={"ub": "1; evil"}), "pro"),
+    (lambda p: p.update(scalars=[["n", "f32); system(\"x\""]]), "pro"),
+    (lambda p: p.update(scalars=[["n x", "i32"]]), "pro"),
+    (lambda p: p.pop("mixed"), "pro"),
+])
+def test_a_pro_kernels_launch_facts_are_checked(edit, want):
+    """The Pro runner and its C renderer read the module's `pro` record: it has a grammar."""
+    doc = pypto.trace(str(pathlib.Path(__file__).resolve().parents[2] / "examples/pro/vadd.py"))
+    edit(doc.attrs["pro"])
+    with pytest.raises(InputError, match=want):
+        parse_ir(serde.dumps(doc), "evil.ir")
