@@ -194,10 +194,34 @@ def _ok(o: Outcome, what: str) -> None:
 
 def make_seeds(folder: str, examples=None) -> list[Seed]:
     """Every example of SEED_EXAMPLES at every level, as msgpack (made by the tools in this
-    process) and as text (the same document as -S prints it)."""
+    process) and as text (the same document as -S prints it); then the Pro kernels of
+    PRO_SEEDS at the levels a Pro kernel has (exec, code, run)."""
     seeds = []
     for ex in examples or SEED_EXAMPLES:
         seeds += _example_seeds(ex, SEED_EXAMPLES[ex], folder)
+    if examples is None:
+        for ex in PRO_SEEDS:
+            seeds += _pro_seeds(ex, folder)
+    return seeds
+
+
+PRO_SEEDS = ("matmul",)         # examples/pro: a cube section with a K loop and manual sync
+
+
+def _pro_seeds(ex: str, folder: str) -> list[Seed]:
+    from libpypto.ir import serde, text
+    src = str(EXAMPLES / "pro" / f"{ex}.py")
+    npz = os.path.join(folder, f"pro-{ex}.out.npz")
+    steps = {"exec": ("trace", [src]), "code": ("emit", ["{exec}"]),
+             "run": ("run", [*READER["code"][1], "--outputs", npz, "{code}"])}
+    paths, seeds = {}, []
+    for level, (tool, args) in steps.items():
+        path = paths[level] = os.path.join(folder, f"pro-{ex}.{level}.msgpack")
+        _ok(in_process(tool, *[a.format(**paths) for a in args], "-o", path, timeout=300), path)
+        with open(path, "rb") as f:
+            data = f.read()
+        seeds.append(Seed(f"pro-{ex}", level, "msgpack", data))
+        seeds.append(Seed(f"pro-{ex}", level, "text", text.print_doc(serde.loads(data)).encode()))
     return seeds
 
 
