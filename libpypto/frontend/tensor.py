@@ -18,6 +18,7 @@ import sys
 from ..errors import CompileError, warn
 from ..ir import expr as E
 from ..ir.core import Loc, Op, Value
+from ..ir.symops import SymOps, int_expr
 from ..ir.types import DType, TensorType, dtype as _dtype
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -227,7 +228,7 @@ def unsupported(what: str, note: str = "", error: bool = False) -> None:
 
 # -- symbolic scalars -----------------------------------------------------------------------
 
-class SymScalar:
+class SymScalar(SymOps):
     """A symbolic integer at trace time (x.shape[i] on a symbolic dim, loop indices)."""
 
     __slots__ = ("e",)
@@ -238,34 +239,14 @@ class SymScalar:
     def __repr__(self) -> str:
         return f"SymScalar({E.to_str(self.e)})"
 
-    def _bin(self, other, fn, swap=False):
-        o = scalar_expr(other)
-        if o is None:
-            return NotImplemented
-        r = fn(o, self.e) if swap else fn(self.e, o)
-        return r if isinstance(r, int) else SymScalar(r)
+    def _operand(self, other):
+        return scalar_expr(other)
 
-    def __add__(self, o): return self._bin(o, E.add)
-    def __radd__(self, o): return self._bin(o, E.add, True)
-    def __sub__(self, o): return self._bin(o, E.sub)
-    def __rsub__(self, o): return self._bin(o, E.sub, True)
-    def __mul__(self, o): return self._bin(o, E.mul)
-    def __rmul__(self, o): return self._bin(o, E.mul, True)
-    def __floordiv__(self, o): return self._bin(o, E.floordiv)
-    def __rfloordiv__(self, o): return self._bin(o, E.floordiv, True)
-    def __mod__(self, o): return self._bin(o, E.mod)
-    def __rmod__(self, o): return self._bin(o, E.mod, True)
-    def __neg__(self): return SymScalar(E.mul(self.e, -1))
-    def __lt__(self, o): return self._bin(o, E.lt)
-    def __le__(self, o): return self._bin(o, E.le)
-    def __gt__(self, o): return self._bin(o, E.lt, True)
-    def __ge__(self, o): return self._bin(o, E.le, True)
-    def __eq__(self, o): return self._bin(o, E.eq)
-    def __ne__(self, o): return self._bin(o, E.ne)
-    def __and__(self, o): return self._bin(o, E.logical_and)
-    def __or__(self, o): return self._bin(o, E.logical_or)
-    def __invert__(self): return SymScalar(E.logical_not(self.e))
-    __hash__ = None
+    def _result(self, e):
+        return e if isinstance(e, int) else SymScalar(e)
+
+    def _unary(self, e):
+        return SymScalar(e)
 
     def min(self, o):
         r = E.minimum(self.e, scalar_expr(o))
@@ -313,17 +294,7 @@ class SymScalar:
 
 
 def scalar_expr(v) -> E.Ex | None:
-    if isinstance(v, SymScalar):
-        return v.e
-    if isinstance(v, E.Expr):
-        return v
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, int):
-        return v
-    if type(v).__module__ == "numpy" and hasattr(v, "dtype") and v.dtype.kind in "iu":
-        return int(v)
-    return None
+    return int_expr(v, SymScalar)
 
 
 def _dim_out(e: E.Ex):

@@ -22,6 +22,7 @@ import enum
 
 from ..errors import CompileError
 from ..ir import expr as E
+from ..ir.symops import SymOps, int_expr
 from ..ir.types import DTYPES, DType
 
 for _d in DTYPES.values():
@@ -182,7 +183,7 @@ class TilingKeyField:
         self.bits, self.values = bits, values
 
 
-class Scalar:
+class Scalar(SymOps):
     """A runtime scalar at trace time: an expression over the block index, shapes, loop
     variables and scalar parameters, with + - * // % , comparisons, & | ~."""
 
@@ -194,35 +195,14 @@ class Scalar:
     def __repr__(self) -> str:
         return f"Scalar({E.to_str(self.e)})"
 
-    def _bin(self, other, fn, swap=False):
-        o = expr_of(other)
-        if o is None:
-            return NotImplemented
-        return wrap(fn(o, self.e) if swap else fn(self.e, o))
+    def _operand(self, other):
+        return expr_of(other)
 
-    def __add__(self, o): return self._bin(o, E.add)
-    def __radd__(self, o): return self._bin(o, E.add, True)
-    def __sub__(self, o): return self._bin(o, E.sub)
-    def __rsub__(self, o): return self._bin(o, E.sub, True)
-    def __mul__(self, o): return self._bin(o, E.mul)
-    def __rmul__(self, o): return self._bin(o, E.mul, True)
-    def __floordiv__(self, o): return self._bin(o, E.floordiv)
-    def __rfloordiv__(self, o): return self._bin(o, E.floordiv, True)
-    def __mod__(self, o): return self._bin(o, E.mod)
-    def __rmod__(self, o): return self._bin(o, E.mod, True)
-    def __neg__(self): return wrap(E.mul(self.e, -1))
-    def __lt__(self, o): return self._bin(o, E.lt)
-    def __le__(self, o): return self._bin(o, E.le)
-    def __gt__(self, o): return self._bin(o, E.lt, True)
-    def __ge__(self, o): return self._bin(o, E.le, True)
-    def __eq__(self, o): return self._bin(o, E.eq)
-    def __ne__(self, o): return self._bin(o, E.ne)
-    def __and__(self, o): return self._bin(o, E.logical_and)
+    def _result(self, e):
+        return wrap(e)
+
     def __rand__(self, o): return self._bin(o, E.logical_and, True)
-    def __or__(self, o): return self._bin(o, E.logical_or)
     def __ror__(self, o): return self._bin(o, E.logical_or, True)
-    def __invert__(self): return wrap(E.logical_not(self.e))
-    __hash__ = None
 
     def __index__(self):
         raise CompileError(f"runtime value {E.to_str(self.e)} used where a compile-time int is "
@@ -237,18 +217,7 @@ class Scalar:
 
 def expr_of(v):
     """The expression of an int, a bool or a Scalar (None for anything else)."""
-    if isinstance(v, Scalar):
-        return v.e
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, int):
-        return v
-    if isinstance(v, E.Expr):
-        return v
-    if type(v).__module__ == "numpy" and getattr(v, "dtype", None) is not None and \
-            v.dtype.kind in "iu":
-        return int(v)
-    return None
+    return int_expr(v, Scalar)
 
 
 def wrap(e):
