@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 import types
 
+from .analysis.bind import check_array
 from .errors import PyptoError, UsageError
 from .frontend.kernel import Kernel
 from .frontend.tensor import STATIC
@@ -133,12 +134,7 @@ def _tensor_args(k: Kernel, args: tuple) -> dict:
     tensors = {}
     for (name, spec), a in zip(k.tensor_params, args[:nt]):
         arr = _as_array(a, name)
-        if arr.dtype != spec.dtype.np:
-            raise UsageError(f"{k.name}(): {name} has dtype {arr.dtype}, the kernel declares "
-                             f"{spec.dtype.np_name}")
-        if arr.ndim != len(spec.shape):
-            raise UsageError(f"{k.name}(): {name} has {arr.ndim} dims, the kernel declares "
-                             f"{len(spec.shape)}")
+        check_array(k.name, name, arr, spec.dtype, len(spec.shape))
         tensors[name] = arr
     return tensors
 

@@ -19,6 +19,15 @@ def source_ops(doc) -> list:
     return doc.body
 
 
+def check_array(kernel: str, name: str, arr, dtype, rank: int) -> None:
+    """A call's array for parameter `name` has the declared dtype and number of dims."""
+    if arr.dtype != dtype.np:
+        raise UsageError(f"{kernel}(): {name} has dtype {arr.dtype}, the kernel declares "
+                         f"{dtype.np_name}")
+    if arr.ndim != rank:
+        raise UsageError(f"{kernel}(): {name} has {arr.ndim} dims, the kernel declares {rank}")
+
+
 def param_types(doc) -> dict[str, TensorType]:
     """Kernel parameters in order: name -> tensor type."""
     return {op.result.name: op.result.type for op in source_ops(doc) if op.name == "param"}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..analysis.bind import check_array
 from ..errors import RELEASE, UsageError
 from .. import prolang as _lang
 from ..prolang import ProKernel
@@ -146,12 +147,7 @@ def bind_args(k: ProKernel, args: tuple) -> tuple:
 
 def _check_tensor(k, p, arr) -> None:
     spec = p.spec
-    if arr.dtype != spec.dtype.np:
-        raise UsageError(f"{k.name}(): {p.name} has dtype {arr.dtype}, the kernel declares "
-                         f"{spec.dtype.np_name}")
-    if arr.ndim != len(spec.shape):
-        raise UsageError(f"{k.name}(): {p.name} has {arr.ndim} dims, the kernel declares "
-                         f"{len(spec.shape)}")
+    check_array(k.name, p.name, arr, spec.dtype, len(spec.shape))
     for axis, (d, n) in enumerate(zip(spec.shape, arr.shape)):
         if isinstance(d, int) and d != n:
             raise UsageError(f"{k.name}(): {p.name} dim {axis} is {n}, the kernel declares {d}")

@@ -209,24 +209,29 @@ PRO_SEEDS = ("matmul",)         # examples/pro: a cube section with a K loop and
 
 
 def _pro_seeds(ex: str, folder: str) -> list[Seed]:
-    from libpypto.ir import serde, text
     src = str(EXAMPLES / "pro" / f"{ex}.py")
     npz = os.path.join(folder, f"pro-{ex}.out.npz")
     steps = {"exec": ("trace", [src]), "code": ("emit", ["{exec}"]),
              "run": ("run", [*READER["code"][1], "--outputs", npz, "{code}"])}
+    return _level_seeds(f"pro-{ex}", steps, folder)
+
+
+def _level_seeds(name: str, steps: dict, folder: str) -> list[Seed]:
+    """Run steps ({level: (tool, args)}, args naming earlier levels' files as {level}) in
+    this process; each level's file as a msgpack seed and as a text seed."""
+    from libpypto.ir import serde, text
     paths, seeds = {}, []
     for level, (tool, args) in steps.items():
-        path = paths[level] = os.path.join(folder, f"pro-{ex}.{level}.msgpack")
+        path = paths[level] = os.path.join(folder, f"{name}.{level}.msgpack")
         _ok(in_process(tool, *[a.format(**paths) for a in args], "-o", path, timeout=300), path)
         with open(path, "rb") as f:
             data = f.read()
-        seeds.append(Seed(f"pro-{ex}", level, "msgpack", data))
-        seeds.append(Seed(f"pro-{ex}", level, "text", text.print_doc(serde.loads(data)).encode()))
+        seeds.append(Seed(name, level, "msgpack", data))
+        seeds.append(Seed(name, level, "text", text.print_doc(serde.loads(data)).encode()))
     return seeds
 
 
 def _example_seeds(ex: str, bind: dict, folder: str) -> list[Seed]:
-    from libpypto.ir import serde, text
     src = str(EXAMPLES / f"{ex}.py")
     binds = [a for k, v in bind.items() for a in ("--bind", f"{k}={v}")]
     npz = os.path.join(folder, f"{ex}.out.npz")        # keeps the output data out of the record
@@ -237,15 +242,7 @@ def _example_seeds(ex: str, bind: dict, folder: str) -> list[Seed]:
              "sched": ("sched", ["--target", "a2", *binds, "{tensor}"]),
              "code": ("emit", ["{sched}"]),
              "run": ("run", [*READER["code"][1], *binds, "--outputs", npz, "{code}"])}
-    paths, seeds = {}, []
-    for level, (tool, args) in steps.items():
-        path = paths[level] = os.path.join(folder, f"{ex}.{level}.msgpack")
-        _ok(in_process(tool, *[a.format(**paths) for a in args], "-o", path, timeout=300), path)
-        with open(path, "rb") as f:
-            data = f.read()
-        seeds.append(Seed(ex, level, "msgpack", data))
-        seeds.append(Seed(ex, level, "text", text.print_doc(serde.loads(data)).encode()))
-    return seeds
+    return _level_seeds(ex, steps, folder)
 
 
 # -- the command line: hunt for crashes -------------------------------------------------------
