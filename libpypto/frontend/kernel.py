@@ -85,6 +85,7 @@ def trace_kernel(k: Kernel, consts: dict, static: dict, target=None) -> Document
     new_trace()
     op_file = os.path.basename(inspect.getsourcefile(k.fn) or "<unknown>")
     const_vals = _bind_consts(k, consts)
+    static = _complete_static(k, op_file, const_vals, static, machine)
     decisions: list = []
     merged, first = None, None
     npaths = 0
@@ -144,8 +145,33 @@ def source_lines(doc: Document, path: str | None) -> list:
             if n <= len(text) and text[n - 1].strip()]
 
 
+def _complete_static(k: Kernel, op_file: str, const_vals: dict, static: dict, target) -> dict:
+    """static with the sizes of the STATIC dims it lacks that the kernel's own shape rules
+    fix: a probe trace takes them as symbols, and where the trace equates one with a known
+    size (y_1 with x_1 through `y[:] = x + x`), that size is the dim's. A dim left open is
+    the usual "give its size" error."""
+    missing = [f"{pname}_{axis}" for pname, spec in k.tensor_params
+               for axis, d in enumerate(spec.shape or ())
+               if d is STATIC and f"{pname}_{axis}" not in static]
+    if not missing:
+        return static
+    try:
+        b = _trace_path(k, op_file, const_vals, static, [], target, open_static=True)
+    except errors.PyptoError:
+        b = None
+    found = dict(static)
+    for sname in missing:
+        v = b.norm(E.sym(sname)) if b is not None else None
+        if not isinstance(v, int):
+            pname, axis = sname.rsplit("_", 1)
+            raise CompileError(f"{pname} dim {axis} is STATIC: give its size (--bind {sname}=N)")
+        found[sname] = v
+    new_trace()
+    return found
+
+
 def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisions: list,
-                target):
+                target, open_static: bool = False):
     b = _Builder(op_file, decisions, target)
     args, symbols = [], {}
     lines = _param_lines(k.fn)
@@ -161,7 +187,7 @@ def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisio
                 shape.append(d)
                 continue
             sname = d if isinstance(d, str) else f"{pname}_{axis}"
-            if d is STATIC:
+            if d is STATIC and not (open_static and sname not in static):
                 if sname not in static:
                     raise CompileError(f"{pname} dim {axis} is STATIC: give its size "
                                        f"(--bind {sname}=N)")

@@ -134,7 +134,7 @@ class _Interp:
     def op_elementwise(self, op):
         t = op.result.type
         ins = [self.get(v) for v in op.operands]
-        valid = _merge_valid([v for _, v in ins], t.rank)
+        valid = _merge_valid(ins, [self.ev(d) for d in t.shape])
         if op.name == "cast":
             self.set(op, cast_array(ins[0][0], t.dtype.np, op.attrs.get("mode"),
                                     bool(op.attrs.get("sat"))), valid)
@@ -362,11 +362,16 @@ def _round_to(a, dt) -> np.ndarray:
     return cast_array(a, dt) if a.dtype != dt.np else a
 
 
-def _merge_valid(valids, rank):
-    vs = [v for v in valids if v is not None and len(v) == rank]
+def _merge_valid(ins, shape):
+    """The valid region of an elementwise result of shape from its operands' (array, valid):
+    the smallest valid extent per dim, where a dim an operand broadcasts (extent 1 against a
+    longer result) does not narrow it: a row max [R, 1] valid [r, 1] under `x - max` leaves
+    every column of x valid."""
+    vs = [(a.shape, v) for a, v in ins if v is not None and len(v) == len(shape)]
     if not vs:
         return None
-    out = list(vs[0])
-    for v in vs[1:]:
-        out = [min(a, b) for a, b in zip(out, v)]
+    out = list(shape)
+    for ashape, v in vs:
+        out = [o if (n == 1 and s != 1) else min(o, e)
+               for o, n, s, e in zip(out, ashape, shape, v)]
     return tuple(out)

@@ -86,6 +86,24 @@ def test_run_and_prof_take_the_op_file_options(cli, ops, name):
     assert "scaled: pass" in text
 
 
+@pytest.mark.parametrize("name", ["trace", "run"])
+def test_a_static_dim_the_shapes_fix_needs_no_bind(cli, ops, name):
+    # y_0 is STATIC too, and `y[:] = x * alpha` makes it x_0's size: one --bind is enough
+    # (either one: --bind y_0=48 fixes x_0 the same way)
+    fast = RUN_FAST if name == "run" else []
+    p = ok(cli(name, ops, "--kernel", "scaled", "--bind", "x_0=48", *fast, "-S"))
+    if name == "trace":
+        sym = parse_ir(p.stdout, "<out>").attrs["symbols"]["y_0"]
+        assert sym == {"dims": [["y", 0]], "kind": "static", "value": 48}
+    else:
+        assert "scaled: pass" in p.stderr.decode() and "y_0=48" in p.stderr.decode()
+
+
+def test_a_static_dim_nothing_fixes_still_asks_for_its_size(cli, ops):
+    msg = one_error_line(cli("trace", ops, "--kernel", "scaled"), "trace", 1)
+    assert msg == "x dim 0 is STATIC: give its size (--bind x_0=N)"
+
+
 def test_several_kernels_need_kernel_in_every_tool(cli, ops):
     for name in ("lower", "sched", "emit", "run", "prof"):
         msg = one_error_line(cli(name, ops, "-o", "-"), name, 2)
