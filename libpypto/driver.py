@@ -442,3 +442,70 @@ def _pro_kernels(module) -> list:
 def _is_pro(k) -> bool:
     from .prolang import ProKernel
     return isinstance(k, ProKernel)
+
+
+# -- pypto-run --check-levels and --dump-tensors -----------------------------------------
+
+def check_levels(doc: Document, inputs: dict | None = None, bind: dict | None = None,
+                 seed: int = 0, target=None, dump: str | None = None) -> list[dict]:
+    """Per-level numeric verification (the reference's pass verify). The tensor graph doc
+    carries is interpreted on the run's data; then it is lowered again pass by pass, and the
+    result after each pass is run on numpy at its own level (and doc itself, when it was
+    given below the tensor level) and compared with the tensor-level outputs. Rows: level,
+    after (the pass), verdict, max_abs_err, mismatches and, at the first divergence, where:
+    the instruction that last wrote the first wrong element and its op file line. Later
+    levels are not checked once one diverges. dump: write every tensor-level value to this
+    directory (runtime.levels.tensor_dumper)."""
+    from .analysis.bind import run_sizes
+    from .passes.pipeline import Instrument
+    from .runtime import data as D
+    from .runtime.interp import run_tensor
+    from .runtime.levels import compare_outputs, culprit, level_outputs, tensor_dumper
+    if is_pro(doc):
+        raise UsageError("--check-levels and --dump-tensors apply to Tensor-mode kernels "
+                         "(a Pro kernel is written at the block level)")
+    tensor = _source_doc(doc)
+    env = run_sizes(doc, dict(inputs or {}), bind)
+    arrays = D.prepare(doc, dict(inputs or {}), env, seed)
+    mags = D.magnitudes(tensor, {k: v.copy() for k, v in arrays.items()}, env)
+    dumper, count = tensor_dumper(dump) if dump else (None, None)
+    want = run_tensor(tensor, {k: v.copy() for k, v in arrays.items()}, env, dumper)
+    rows = [{"level": "tensor", "after": "trace", "verdict": "reference", "max_abs_err": 0.0,
+             "mismatches": 0, "dumped": count() if count else None}]
+    stages: list = []
+    lower(tensor, _recorded_pipeline(doc), target, Instrument(
+        observe=lambda name, d: stages.append((name, d))))
+    if doc.level != "tensor":
+        stages.append((f"(the given {doc.level} file)", doc))
+    for name, d in stages:
+        got, _ = level_outputs(d, arrays, env)
+        checks = compare_outputs(tensor, got, want, mags)
+        bad = [c for c in checks if not c["ok"]]
+        rows.append({"level": d.level, "after": name, "verdict": "fail" if bad else "pass",
+                     "max_abs_err": max((c["max_abs_err"] for c in checks), default=0.0),
+                     "mismatches": sum(c["mismatches"] for c in checks)})
+        if bad:
+            rows[-1].update(check=bad[0], where=culprit(d, arrays, env, bad[0]))
+            break
+    return rows
+
+
+def _source_doc(doc: Document) -> Document:
+    """The tensor-level document doc was lowered from (its `source` region)."""
+    if doc.level == "tensor":
+        return doc
+    src = next((op for op in doc.body if op.name == "source"), None)
+    if src is None:
+        raise InputError(f"this {doc.level}-level file carries no tensor graph (`source`) "
+                         f"to check the levels against")
+    out = Document("tensor", list(src.regions[0]))
+    out.attrs = {k: v for k, v in doc.attrs.items()}
+    return out
+
+
+def _recorded_pipeline(doc: Document) -> str | None:
+    """The pipeline pypto-lower recorded when it made doc (None: the default one)."""
+    for p in getattr(doc, "producer", None) or []:
+        if p.get("tool") == "pypto-lower" and (p.get("options") or {}).get("pipeline"):
+            return p["options"]["pipeline"]
+    return None

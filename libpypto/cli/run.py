@@ -67,12 +67,15 @@ def check_run_options(threads, repeat, backend) -> None:
 
 
 def run_doc(doc, progress, inputs, single, bind, seed, outputs, threads, backend, verify,
-            repeat, target, pro=None, trust_code=False):
+            repeat, target, pro=None, trust_code=False, levels=None):
     """Bring doc to the code level (the compiling phase), then run it; the run record.
-    pro: the Pro options (block_dim, expect, check), for a Pro kernel."""
+    pro: the Pro options (block_dim, expect, check), for a Pro kernel. levels: the
+    --check-levels and --dump-tensors options (check, dump)."""
     from ..driver import emit, is_pro, read_arrays, run
     check_run_options(threads, repeat, backend)
     arrays = read_arrays(doc, inputs, parse_assignments(single, "--input", str))
+    if levels and (levels.get("check") or levels.get("dump")):
+        check_levels_main(doc, arrays, bind, seed, target, levels)
     if is_pro(doc):
         return run(doc, inputs=arrays, bind=parse_assignments(bind, "--bind", number),
                    seed=seed, threads=threads, verify=verify, outputs_path=outputs,
@@ -86,6 +89,36 @@ def run_doc(doc, progress, inputs, single, bind, seed, outputs, threads, backend
     return run(doc, inputs=arrays, bind=parse_assignments(bind, "--bind"), seed=seed,
                threads=threads, backend=backend, verify=verify, outputs_path=outputs,
                repeat=repeat, trust_code=trust_code)
+
+
+def check_levels_main(doc, arrays, bind, seed, target, levels: dict) -> None:
+    """--check-levels (the table on stderr; a divergence is exit 1 naming the level, the
+    pass and the instruction) and --dump-tensors DIR."""
+    from tabulate import tabulate
+
+    from ..driver import check_levels
+    rows = check_levels(doc, inputs=arrays, bind=parse_assignments(bind, "--bind"),
+                        seed=seed, target=target, dump=levels.get("dump"))
+    dumped = rows[0].get("dumped")
+    if dumped is not None:
+        from ..runtime.levels import MAX_DUMPS
+        kept = min(dumped, MAX_DUMPS)
+        sys.stderr.write(f"pypto-run: wrote {kept} tensor{'s' if kept != 1 else ''} to "
+                         f"{printable(levels['dump'])}"
+                         + (f" (the first {MAX_DUMPS} of {dumped})" if dumped > kept else "")
+                         + "\n")
+    if not levels.get("check"):
+        return
+    table = tabulate([[r["level"], r["after"], r["verdict"], f"{r['max_abs_err']:.3g}",
+                       r["mismatches"]] for r in rows],
+                     headers=["level", "after", "verdict", "max abs err", "mismatches"],
+                     tablefmt="plain", disable_numparse=True)
+    sys.stderr.write("".join(f"pypto-run: {printable(ln)}\n" for ln in table.splitlines()))
+    bad = rows[-1] if rows[-1]["verdict"] == "fail" else None
+    if bad is not None:
+        where = f"; {bad['where']}" if bad.get("where") else ""
+        raise MismatchError(f"the {bad['level']} level after {bad['after']} diverges from the "
+                            f"tensor level: {mismatch_line(bad['check'])}{where}")
 
 
 def _pro_options(doc, pro: dict) -> dict:
@@ -103,13 +136,13 @@ def _pro_options(doc, pro: dict) -> dict:
 
 def run_main(src, inputs, single, bind, seed, outputs, threads, backend, verify, out, text,
              repeat=1, kernel=None, const=None, target=None, full=False, pro=None,
-             trust_code=False):
+             trust_code=False, levels=None):
     from .progress import progress
     check_run_options(threads, repeat, backend)
     with progress("pypto-run", "compiling") as p:
         doc = load_doc(src, kernel, const, bind, target)
         rec = run_doc(doc, p, inputs, single, bind, seed, outputs, threads, backend, verify,
-                      repeat, target, pro, trust_code)
+                      repeat, target, pro, trust_code, levels)
     sys.stderr.write(report(rec))
     keep = out != "-" or not sys.stdout.isatty()
     if keep:

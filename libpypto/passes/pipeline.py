@@ -128,6 +128,7 @@ class Instrument:
     time_passes: bool = False
     stop_after: str | None = None
     sink: object = None              # callable(str) for printed IR, default stderr
+    observe: object = None           # callable(pass name, document) after each pass
     timings: list = field(default_factory=list)
 
     def __post_init__(self):
@@ -167,6 +168,8 @@ def run_pipeline(doc, specs: list[PassSpec], target, inst: Instrument | None = N
         level = doc.level = dst
         if inst.verify_each:
             verify_or_raise(doc, f"after pass {spec.name}")
+        if inst.observe is not None:
+            inst.observe(spec.name, doc)
         if inst.print_after_all or spec.name in inst.print_after:
             (inst.sink or _stderr)(f"# ---- IR after {spec.name} ---- #\n" + print_doc(doc))
         if inst.stop_after == spec.name:

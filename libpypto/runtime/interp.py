@@ -26,13 +26,15 @@ _erfc = np.vectorize(math.erfc, otypes=[np.float64])
 NP_ENV = {"np": np, "erf": lambda a: _erf(a).astype(a.dtype), "erfc": lambda a: _erfc(a).astype(a.dtype)}
 
 
-def run_tensor(doc, arrays: dict, env: dict) -> dict:
-    """Interpret the tensor graph; arrays hold every parameter and are updated in place."""
+def run_tensor(doc, arrays: dict, env: dict, dump=None) -> dict:
+    """Interpret the tensor graph; arrays hold every parameter and are updated in place.
+    dump: callable(op, array), called with every value an op computes, in order (an op in a
+    loop once per iteration)."""
     ops = doc.body
     for op in doc.body:
         if op.name == "source":
             ops = op.regions[0]
-    _Interp(arrays, env).region(ops)
+    _Interp(arrays, env, dump).region(ops)
     return arrays
 
 
@@ -78,9 +80,10 @@ def sort_rows(x: np.ndarray, descending: bool):
 
 
 class _Interp:
-    def __init__(self, arrays, env):
+    def __init__(self, arrays, env, dump=None):
         self.arrays, self.env = arrays, dict(env)
         self.vals: dict = {}     # Value -> (array, valid tuple or None)
+        self.dump = dump
 
     def ev(self, e):
         return int(E.evaluate(e, self.env))
@@ -105,6 +108,8 @@ class _Interp:
     def set(self, op, arr, valid=None, i: int = 0):
         r = op.results[i]
         self.vals[r] = (np.asarray(arr).astype(r.type.dtype.np, copy=False), valid)
+        if self.dump is not None:
+            self.dump(op, self.vals[r][0])
 
     # memory
     def op_param(self, op):

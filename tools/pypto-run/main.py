@@ -16,7 +16,8 @@ EPILOG = examples(
     "pypto-run examples/softmax.py --inputs in.npz --outputs out.npz",
     "pypto-run op.code --input x=x.npy --threads 1 --backend numpy -o run.msgpack",
     "pypto-run op.code --bind x_0=64 | pypto-prof",
-    "pypto-run examples/pro/vadd.py --block-dim 8 --bind x_0=1000      # a Pro kernel")
+    "pypto-run examples/pro/vadd.py --block-dim 8 --bind x_0=1000      # a Pro kernel",
+    "pypto-run examples/softmax.py --bind x_0=100 --check-levels --dump-tensors out/t")
 
 
 @app.command(epilog=EPILOG)
@@ -34,6 +35,8 @@ def run(
     block_dim: Optional[int] = typer.Option(None, "--block-dim", help="Pro kernel: the launch's block_dim (default 1)"),
     expect: Optional[str] = typer.Option(None, "--expect", help="Pro kernel: .npz of the expected outputs by name"),
     check: Optional[bool] = typer.Option(None, "--check/--no-check", help="Pro kernel: run the race and sync checker (default on)"),
+    check_levels: bool = typer.Option(False, "--check-levels", help="run the tensor level and the result of every lowering pass on numpy first, and name the first level, pass and instruction that diverges"),
+    dump_tensors: Optional[str] = typer.Option(None, "--dump-tensors", help="write every tensor-level value to this directory as .npy, named by order, op and line"),
 ) -> None:
     """Run SRC on the host: bind sizes, prepare data, execute, verify; report on stderr."""
     from libpypto.cli.run import run_main
@@ -42,7 +45,7 @@ def run(
         run_main(src, inputs, input or [], bind or [], seed, outputs, threads,
                  sanitized_backend(sanitize, backend), verify, out, text, repeat, kernel, const,
                  target, full, {"block_dim": block_dim, "expect": expect, "check": check},
-                 trust_code=trust_code)
+                 trust_code=trust_code, levels={"check": check_levels, "dump": dump_tensors})
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ from libpypto.analysis import bind as B
 from libpypto.runtime import data as D
 from libpypto.runtime.interp import run_tensor
 
-from toolrun import ADD, EX, RUN_FAST, ok
+from toolrun import ADD, EX, ROOT, RUN_FAST, SOFTMAX, ok
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -167,3 +167,44 @@ def test_a_matmul_of_large_inputs_passes_on_the_magnitudes_of_its_terms():
     got = np.frombuffer(o["data"], np.float32).reshape(o["shape"])
     want = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
     assert not D.compare("c", got, want)["ok"]          # without magnitudes
+
+
+def test_check_levels_prints_a_row_per_pass(cli, tmp_path):
+    p = ok(cli("run", SOFTMAX, "--bind", "x_0=20", "--check-levels", *RUN_FAST,
+               "--dump-tensors", tmp_path / "t", "-o", tmp_path / "r"))
+    err = p.stderr.decode().splitlines()
+    assert "pypto-run: wrote 5 tensors to " + str(tmp_path / "t") in err
+    rows = [ln.split()[1:4] for ln in err if ln.split()[1:2] in (["tile"], ["block"], ["exec"])]
+    assert [r[1] for r in rows] == ["tensor-to-tile", "assign-memory", "fuse", "forward", "cse",
+                                    "dce", "alloc", "make-exec"]
+    assert all(r[2] == "pass" for r in rows)
+    assert "pypto-run: softmax: pass (y: max abs err" in p.stderr.decode()
+    assert len(list((tmp_path / "t").iterdir())) == 5
+
+
+def test_check_levels_names_the_diverging_level_and_writer(cli, files, tmp_path):
+    from libpypto.driver import dump_ir, read_ir
+    doc = read_ir(str(files["exec"]))
+    for op in doc.walk():          # a hand-edited exec file: the division became a product
+        if op.name == "tdiv":
+            op.name = "tmul"
+    bad = tmp_path / "bad.exec"
+    bad.write_bytes(dump_ir(doc, text=True))
+    msg = one_error_line_of(cli("run", bad, "--bind", "x_0=20", "--check-levels", *RUN_FAST,
+                                "-o", tmp_path / "r"), 1)
+    assert msg.startswith("pypto-run: error: the exec level after (the given exec file) "
+                          "diverges from the tensor level: y: ")
+    assert not (tmp_path / "r").exists()
+
+
+def test_check_levels_refuses_a_pro_kernel(cli):
+    p = cli("run", ROOT / "examples" / "pro" / "vadd.py", "--check-levels", "--bind", "x_0=64")
+    assert p.returncode == 2
+    assert "--check-levels and --dump-tensors apply to Tensor-mode kernels" in p.stderr.decode()
+
+
+def one_error_line_of(p, code: int) -> str:
+    err = p.stderr.decode()
+    assert p.returncode == code, err
+    assert "Traceback" not in err
+    return err.splitlines()[-1]
