@@ -96,7 +96,7 @@ def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None
     # contiguous buffers to run on; outputs are copied back where the caller's were not
     work = {n: (a if a.flags.c_contiguous and a.flags.writeable else np.ascontiguousarray(a))
             for n, a in tensors.items()}
-    plan = comp.exe.plan(run_sizes(comp.doc, work))
+    plan = comp.exe.plan(run_sizes(comp.doc, work), work)
     k.last_run = comp.exe(plan, work, threads or k.options.get("threads") or host_cpus())
     for n, a in tensors.items():
         if work[n] is not a:

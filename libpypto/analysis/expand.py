@@ -52,9 +52,12 @@ class Expansion:
         return int(self.launch_of.shape[0])
 
 
-def expand(doc, env: dict) -> Expansion:
-    """Every task instance of doc for the sizes in env, and the instances each waits for."""
+def expand(doc, env: dict, data: dict | None = None) -> Expansion:
+    """Every task instance of doc for the sizes in env, and the instances each waits for.
+    data: the arrays of the parameters the document reads at run time (`read` ops), by
+    name; their elements set loop bounds, offsets and conditions like sizes do."""
     w = _Walker(doc, env)
+    w.data = data or {}
     w.walk(doc.body, dict(env))
     launch_of = np.concatenate([np.full(lc.n, i, np.int32) for i, lc in enumerate(w.launches)]) \
         if w.launches else np.zeros(0, np.int32)
@@ -100,6 +103,8 @@ class _Walker:
                           lenv)
             elif op.name == "check":
                 check(op, lenv)
+            elif op.name == "read":
+                lenv = {**lenv, op.attrs["var"]: read_value(op, lenv, self.data)}
 
     def launch(self, t, lenv) -> None:
         extents = [max(0, _int(g, lenv)) for g in t.attrs["grid"]]
@@ -140,6 +145,34 @@ def _shape(op, env: dict) -> tuple:
 
 def _int(e, env: dict) -> int:
     return int(E.evaluate(e, env))
+
+
+def reads_of(doc) -> list[str]:
+    """The parameters doc reads elements of at run time (`read` ops), in first-read order."""
+    out: list[str] = []
+    for top in doc.body:
+        for op in top.walk():
+            if op.name == "read" and op.attrs["param"] not in out:
+                out.append(op.attrs["param"])
+    return out
+
+
+def read_value(op, env: dict, data: dict) -> int:
+    """The element a `read` op reads for the indices under env, from data[param]."""
+    name = op.attrs["param"]
+    arr = data.get(name)
+    if arr is None:
+        raise DataDependent(f"{name}[...] is read at run time: its data is needed to expand "
+                            f"the tasks", op.loc)
+    idx = [_int(x, env) for x in op.attrs["index"]]
+    if len(idx) != arr.ndim or any(not 0 <= i < d for i, d in zip(idx, arr.shape)):
+        raise PyptoError(f"{name}[{', '.join(map(str, idx))}] is outside {name} (shape "
+                         f"{list(arr.shape)})", op.loc)
+    return int(arr[tuple(idx)])
+
+
+class DataDependent(PyptoError):
+    """Expanding needs the data of a parameter read at run time, and it was not given."""
 
 
 def check(op, env: dict) -> None:

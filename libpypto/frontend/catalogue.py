@@ -8,7 +8,7 @@ import inspect
 from ..ir import ops as O
 from . import api, composites, numpy_guard, ops
 from .enums import TileOpFormat
-from .tensor import SymScalar, TraceTensor, _b, fmt_shape, scalar_expr, slice_key
+from .tensor import SymScalar, TraceTensor, _b, fmt_shape, read_scalar, scalar_expr, slice_key
 
 
 def _catalogue() -> dict:
@@ -86,6 +86,10 @@ def _getattr(self, name):
 
 
 def _getitem(self, key):
+    idx = key if isinstance(key, tuple) else (key,)
+    if len(idx) == self.ndim and \
+            all(scalar_expr(i) is not None and not isinstance(i, bool) for i in idx):
+        return read_scalar(self, list(idx))
     offsets, shape = slice_key(self, key)
     return ops.view(self, shape, offsets)
 

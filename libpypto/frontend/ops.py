@@ -569,11 +569,46 @@ def reshape(t, shape, valid_shape=None, inplace: bool = False):
     prod_ = 1
     for d in dims:
         prod_ = E.mul(prod_, d)
-    if prod_ != b.norm(total) and isinstance(E.sub(prod_, total), int):
+    _same_count(b, prod_, b.norm(total))
+    prod_, total = b.norm(prod_), b.norm(total)
+    dims, prod_ = _count_checked(b, t, dims, prod_, total)
+    if prod_ != total and isinstance(E.sub(prod_, total), int):
         raise b.error(f"reshape {fmt_shape(t.type.shape)} -> {fmt_shape(dims)}: element counts "
                       f"differ")
     op = b.emit("reshape", [t.value], [TensorType(t.dtype, tuple(dims))], {"shape": dims})
     return _with_valid(_result(op), valid_shape)
+
+
+def _same_count(b, a, c) -> None:
+    """Element counts c*x and c*y of one reshape (v [v_0, 16, 1, 64] to [k_0*16, 64]): the
+    symbols x and y are the same size, as two equal dims are."""
+    if isinstance(a, int) or isinstance(c, int) or a == c:
+        return
+    ka, xa = E._split_coeff(a)
+    kc, xc = E._split_coeff(c)
+    if ka == kc and xa.op == "sym" and xc.op == "sym":
+        b.same(xa, xc, "reshape element counts")
+
+
+def _count_checked(b, t, dims: list, prod_, total) -> tuple:
+    """Where the element counts differ in form only (b*(n // b)*4 rows of q [n, 4, 64]), the
+    one symbolic dim becomes what the input's count gives (n*4), and a check at run time
+    makes sure the two agree: a reshape keeps its element count."""
+    sym = [i for i, d in enumerate(dims) if not isinstance(d, int)]
+    if prod_ == total or isinstance(total, int) or len(sym) != 1:
+        return dims, prod_
+    rest = 1
+    for d in dims:
+        rest = rest if not isinstance(d, int) else rest * d
+    derived = E.floordiv(total, rest)
+    if E.mul(derived, rest) != total:
+        return dims, prod_
+    i = sym[0]
+    b.emit("check", attrs={"cond": E.eq(dims[i], derived),
+                           "what": f"reshape {fmt_shape(t.type.shape)} -> {fmt_shape(dims)}: "
+                                   f"dim {i} must be {E.to_str(derived)}"})
+    dims = dims[:i] + [derived] + dims[i + 1:]
+    return dims, total
 
 
 def permute(t, perm):

@@ -115,6 +115,7 @@ class _Builder:
         self.nbranch = 0
         self.nloops = 0
         self.nlocals = 0
+        self.read_vars: set[str] = set()       # variables of data-dependent reads
 
     # locations: the innermost frame in the user's file
     def loc(self) -> Loc | None:
@@ -148,9 +149,9 @@ class _Builder:
         if isinstance(a, int) and isinstance(b, int):
             raise self.error(f"{what}: {a} != {b}")
         # eliminate a bare symbol (preferably the later operand's) in favour of the other side
-        if isinstance(b, E.Expr) and b.op == "sym" and b.args[0] not in self.loop_info:
+        if isinstance(b, E.Expr) and b.op == "sym" and not self.bound_var(b.args[0]):
             drop, keep = b, a
-        elif isinstance(a, E.Expr) and a.op == "sym" and a.args[0] not in self.loop_info:
+        elif isinstance(a, E.Expr) and a.op == "sym" and not self.bound_var(a.args[0]):
             drop, keep = a, b
         else:
             raise self.error(f"{what}: cannot show {E.to_str(a)} == {E.to_str(b)}")
@@ -159,6 +160,10 @@ class _Builder:
             self.subst[k] = E.substitute(v, self.subst)
         self.constraints.append([drop.args[0], keep])
         return keep
+
+    def bound_var(self, name: str) -> bool:
+        """A loop index or a read's variable: a value per iteration, never unified away."""
+        return name in self.loop_info or name in self.read_vars
 
     def note_access(self, t: "TraceTensor", mode: str) -> None:
         name = t.memory
@@ -295,6 +300,28 @@ class SymScalar(SymOps):
 
 def scalar_expr(v) -> E.Ex | None:
     return int_expr(v, SymScalar)
+
+
+def read_scalar(t: "TraceTensor", index: list) -> SymScalar:
+    """`t[i, j]` with one integer or symbolic index per dim on an integer input parameter:
+    the element, read when the kernel runs (the reference's data-dependent scalars, e.g.
+    `kv_act_seqs[b]` or `block_table[b, j]`), usable as a loop bound, an offset or a valid
+    size, or in a condition. The runtime reads it per loop iteration from the caller's array
+    before any task that uses it is launched; an index outside the tensor is an error."""
+    b = _b()
+    if not t.is_param or t.base is not None or t.dtype.kind != "int":
+        raise b.error(f"{t.memory or 'this tensor'}[...] with an index per dim reads one "
+                      f"element at run time, which works on the kernel's integer input "
+                      f"parameters only (this is {t.type}); use pypto.view for a sub-tensor")
+    if t.memory in b.written:
+        raise b.error(f"reading {t.memory}[...] after the kernel writes {t.memory}: a tensor "
+                      f"read at run time must be an input")
+    exprs = [b.norm(scalar_expr(i)) for i in index]
+    b.note_access(t, "read")
+    var = f"r{len(b.read_vars)}"
+    b.read_vars.add(var)
+    b.emit("read", attrs={"param": t.memory, "index": exprs, "var": var})
+    return SymScalar(E.sym(var))
 
 
 def _dim_out(e: E.Ex):

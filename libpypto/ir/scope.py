@@ -1,7 +1,8 @@
 """Symbol scopes: every symbol an expression names is bound where it is used.
 
 A document's symbols (module attribute `symbols`) are bound everywhere outside programs;
-a `loop` binds its variable in its region; a kernel or block binds its grid variables g0,
+a `loop` binds its variable in its region, a `read` its variable for the ops after it in
+its region; a kernel or block binds its grid variables g0,
 g1, ... in its body; a task's footprints see the grid variables of its grid; a program
 binds only its grid variables, its own scalars and the variables of its `for` loops (it is
 run with nothing else). So a file cannot make a renderer or the runtime look up a name that
@@ -64,6 +65,8 @@ def _tensor(ops, scope: set, err) -> None:
         _types(op, inner, err)
         for r in op.regions:
             _tensor(r, inner, err)
+        if op.name == "read":          # bound for the ops after it in this region
+            scope = _binds(op, op.attrs["var"], scope, err)
 
 
 def _top(ops, scope: set, err) -> None:
@@ -80,6 +83,9 @@ def _top(ops, scope: set, err) -> None:
             _types(op, scope, err)
         elif op.name == "check":
             _uses(op, a["cond"], scope, err)
+        elif op.name == "read":
+            _uses(op, a["index"], scope, err)
+            scope = _binds(op, a["var"], scope, err)
         elif op.name in ("kernel", "block"):
             _uses(op, a["grid"], scope, err)
             _body(op.regions[0], scope | grid_vars(len(a["grid"])), err)

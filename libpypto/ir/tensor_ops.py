@@ -18,7 +18,7 @@ from .types import BOOL, DTYPES, I32, TensorType
 INDEX = I32
 
 TILE = opt(ListOf(Int(1)))
-UNTILED = ("param", "tensor", "view", "loop", "if", "reshape")     # no tile shape of their own
+UNTILED = ("param", "tensor", "view", "loop", "if", "reshape", "read")     # no tile shape of their own
 
 
 def aligned_problem(tile: list, shape, dt, align: int = 32) -> str | None:
@@ -313,6 +313,10 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
     _d("check", (), (), {"cond": attr(EXPR), "what": attr(Text())}, None, trace="",
        where=("tensor", "module")),
     _d("loop", (), (), LOOP, None, trace="", where=("tensor", "module"), regions=1),
+    # a data-dependent scalar: var = param[index...], read at run time (frontend: t[i, j] on
+    # an integer input parameter); var is bound for the ops after it in its region
+    _d("read", (), (), {"param": attr(Ident()), "index": attr(EXPRS), "var": attr(Ident())},
+       None, trace="", where=("tensor", "module")),
     _d("if", (), (), {"cond": attr(EXPR)}, None, trace="", where=("tensor", "module", "tile"),
        regions=2),
 ]

@@ -90,6 +90,10 @@ def per_task(rows, unit: str, decimals: int = 3) -> list[str]:
 
 def _schedule(a: dict, full: bool) -> list[str]:
     rows = a.get("instances")
+    if rows is None and a.get("data_dependent"):
+        return [f"# schedule: no instances (data-dependent: loop bounds and offsets come from "
+                f"{', '.join(map(clean, a['data_dependent']))} at run time; pypto-run places "
+                f"them)"]
     if rows is None:
         return ["# schedule: no instances (sizes not bound; --bind SYM=N places every "
                 "instance on a core)"]

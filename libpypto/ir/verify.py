@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from ..errors import VerifyError
 from .defs import check_op
 from .module_ops import DOC
-from .opdef import check_fields, is_int
+from .opdef import check_fields, is_int, short
 from .scope import check_scopes
 from .types import TileType
 
-TOP = {"tile": {"source", "gm", "kernel", "loop", "if", "check"},
-       "block": {"source", "gm", "block", "loop", "if", "check"},
-       "exec": {"source", "gm", "program", "task", "loop", "if", "check"}}
+TOP = {"tile": {"source", "gm", "kernel", "loop", "if", "check", "read"},
+       "block": {"source", "gm", "block", "loop", "if", "check", "read"},
+       "exec": {"source", "gm", "program", "task", "loop", "if", "check", "read"}}
 TOP["sched"] = TOP["exec"] | {"schedule"}
 TOP["code"] = TOP["sched"] | {"code"}
 
@@ -50,6 +50,7 @@ def verify(doc) -> list[Diagnostic]:
     if not v.diags and doc.level != "run":     # well-formed ops: now names and scopes
         graph = next((op.regions[0] for op in doc.body if op.name == "source"), doc.body)
         v.memory_names(graph, doc.attrs.get("params"))
+        v.reads(doc.body, graph)
         if doc.level != "tensor" and not v.diags:
             v.gm_tensors(doc.body, graph)
         check_scopes(doc, v.err)
@@ -115,6 +116,26 @@ class _Verifier:
                 sum(1 for op in ops for x in op.walk() if x.name == "param") != len(top):
             self.err("parameters and local tensors need names of their own, and parameters "
                      "belong at the top level")
+
+    def reads(self, body, graph) -> None:
+        """A read names an integer input parameter, with one index per dim (the data must be
+        on the host before the run: no kernel may write what a read reads)."""
+        params = {op.result.name: op for op in graph if op.name == "param"}
+        for top in body:
+            for op in top.walk():
+                if op.name != "read":
+                    continue
+                p = params.get(op.attrs["param"])
+                if p is None:
+                    self.err(f"read of {short(op.attrs['param'])}, which is not a parameter",
+                             op.loc)
+                elif p.result.type.dtype.kind != "int" or \
+                        p.attrs.get("role") == "output":
+                    self.err(f"read of {p.result.name}: only integer input parameters are read "
+                             f"at run time ({p.result.type}, {p.attrs.get('role')})", op.loc)
+                elif len(op.attrs["index"]) != p.result.type.rank:
+                    self.err(f"read of {p.result.name} takes {p.result.type.rank} indices, "
+                             f"not {len(op.attrs['index'])}", op.loc)
 
     def gm_tensors(self, body, graph) -> None:
         """Each GM tensor is a parameter (same index, role and type as its param op), a local

@@ -124,6 +124,12 @@ class _Expander:
         self.dest.insert(self.checks_at, Op("check", [], [], dict(op.attrs), [], op.loc))
         self.checks_at += 1
 
+    def x_read(self, op):
+        """A read goes with the checks, to the start of its region (it reads an input no
+        kernel writes, so it can go first and never splits fusion)."""
+        self.dest.insert(self.checks_at, Op("read", [], [], dict(op.attrs), [], op.loc))
+        self.checks_at += 1
+
     def x_loop(self, op):
         new = Op("loop", [], [], dict(op.attrs), [[]], op.loc)
         self.dest.append(new)
@@ -539,6 +545,8 @@ class _Expander:
         while p < min(len(sin), len(sout)) - 1 and sin[p] == sout[p]:
             p += 1
         rest_in, rest_out = sin[p:], sout[p:]
+        if p == 0 and self._merges_leading(op, sin, sout):
+            return
         if not all(isinstance(d, int) for d in rest_in + rest_out):
             raise CompileError(f"reshape {_fmt(sin)} -> {_fmt(sout)}: the reshaped trailing dims "
                                f"must be static (only the leading dims may be symbolic)", op.loc)
@@ -554,6 +562,31 @@ class _Expander:
         self.store(body, dst, home, gv + [0] * len(rest_out), [1] * p + list(rest_out), op.loc)
         self.tile_of[op.result] = [1] * p + rest_out
         self.kernel(op, grid, body, [1] * p + rest_out)
+
+    def _merges_leading(self, op, sin: list, sout: list) -> bool:
+        """[n, a, b, ...] -> [n*a*..., c, ...] with n symbolic and the rest static (the
+        reference's inplace reshape of a paged KV cache [blocks, block_size, heads, dim] to
+        rows): a grid over n, each instance copying one leading slice as rows. False where
+        the reshape is not of this form."""
+        if isinstance(sin[0], int) or not all(isinstance(d, int) for d in sin[1:] + sout[1:]):
+            return False
+        inner = 1
+        for d in sin[1:]:
+            inner *= d
+        rows = inner // max(1, _prod(sout[1:]))
+        if rows * _prod(sout[1:]) != inner or E.mul(sin[0], rows) != sout[0]:
+            return False
+        g0 = E.sym("g0")
+        body: list = []
+        src = self.load(body, op.operands[0], [1] + sin[1:], [g0] + [0] * (len(sin) - 1),
+                        [1] + sin[1:])
+        dst = _tile(body, op.result.type.dtype, [rows] + sout[1:])
+        body.append(Op("treshape", [dst, src], [], {}, [], op.loc))
+        self.store(body, dst, self.workspace(op), [E.mul(g0, rows)] + [0] * (len(sout) - 1),
+                   [rows] + sout[1:], op.loc)
+        self.tile_of[op.result] = [rows] + sout[1:]
+        self.kernel(op, [sin[0]], body, [rows] + sout[1:])
+        return True
 
     # indexing: GM-direct reads and sequential GM-direct writes
     def _region_of(self, v: Value) -> dict:
@@ -726,3 +759,10 @@ def _rename_grid(body: list, names: dict) -> list:
             op.attrs = E.substitute_attrs(op.attrs, env)
     return body
 
+
+
+def _prod(dims) -> int:
+    out = 1
+    for d in dims:
+        out *= d
+    return out

@@ -68,7 +68,7 @@ def run_code(doc: Document, inputs: dict | None = None, bind: dict | None = None
     reference = {k: v.copy() for k, v in arrays.items()} if verify else None
     nthreads = threads or host_cpus()
     exe = load(doc)
-    plan = exe.plan(env)
+    plan = exe.plan(env, arrays)
     walls = []
     for _ in range(max(1, repeat)):
         timing = exe(plan, arrays, nthreads)

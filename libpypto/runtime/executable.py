@@ -6,6 +6,7 @@ are built once and kept; a call then only fills in the tensor pointers and launc
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import heapq
 import threading
 import time
@@ -14,6 +15,9 @@ import numpy as np
 
 from ..errors import PyptoError
 from ..analysis.expand import Expansion, expand
+
+
+MAX_PLANS = 64      # plans kept per executable (per binding, and data read at run time)
 
 
 class Plan:
@@ -84,12 +88,32 @@ class NativeExecutable:
             self.fn = self.lib.pypto_run
             self.fn.restype = ctypes.c_int
 
-    def plan(self, env: dict) -> Plan:
+    def plan(self, env: dict, arrays: dict | None = None) -> Plan:
+        """The plan for these sizes (kept per binding). A document that reads tensor
+        elements at run time plans from their data too (arrays: every parameter by name),
+        and keeps the plan per binding and content of what it reads."""
+        reads = self._reads()
         key = tuple(sorted(env.items()))
+        data = None
+        if reads:
+            if arrays is None:
+                raise PyptoError(f"this program reads {', '.join(reads)} at run time: its plan "
+                                 f"needs their data")
+            data = {n: np.ascontiguousarray(arrays[n]) for n in reads}
+            key += tuple((n, a.shape, hashlib.blake2b(a.tobytes()).digest())
+                         for n, a in data.items())
         p = self.plans.get(key)
         if p is None:
-            p = self.plans[key] = Plan(expand(self.doc, env))
+            if len(self.plans) >= MAX_PLANS:          # the oldest goes
+                self.plans.pop(next(iter(self.plans)))
+            p = self.plans[key] = Plan(expand(self.doc, env, data))
         return p
+
+    def _reads(self) -> list:
+        if getattr(self, "reads", None) is None:
+            from ..analysis.expand import reads_of
+            self.reads = reads_of(self.doc)
+        return self.reads
 
     def __call__(self, plan: Plan, arrays: dict, nthreads: int) -> dict:
         if self.standalone is not None:
@@ -295,6 +319,7 @@ class NumpyExecutable:
         self.plans: dict = {}
 
     plan = NativeExecutable.plan
+    _reads = NativeExecutable._reads
 
     def __call__(self, plan: Plan, arrays: dict, nthreads: int) -> dict:
         exp = plan.exp

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import PyptoError
 from ..ir import expr as E
 from ..ir import ops as O
-from ..analysis.expand import check
+from ..analysis.expand import check, read_value
 from ..ir.defs import OPS
 from ..ir.types import dtype as _dtype
 from . import cast as _cast
@@ -131,6 +131,10 @@ class _Interp:
 
     def op_check(self, op):
         check(op, self.env)
+
+    def op_read(self, op):
+        name = op.attrs["param"]
+        self.env[op.attrs["var"]] = read_value(op, self.env, {name: self.arrays[name]})
 
     def op_if(self, op):
         self.region(op.regions[0] if self.ev(op.attrs["cond"]) else op.regions[1])

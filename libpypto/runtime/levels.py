@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import PyptoError
 from ..ir import expr as E
-from ..analysis.expand import check
+from ..analysis.expand import check, read_value
 from .npexec import ProgramRunner
 
 GRID_OPS = ("kernel", "block")
@@ -53,6 +53,7 @@ def _same(a, b) -> bool:
 class _Level:
     def __init__(self, doc, arrays: dict, env: dict, watch):
         self.env = dict(env)
+        self.arrays = arrays
         self.vals: dict = {}
         self.watch = None
         self.changed: list = []
@@ -81,6 +82,9 @@ class _Level:
                 self.region(op.regions[0] if _ev(op.attrs["cond"], env) else op.regions[1], env)
             elif n == "check":
                 check(op, env)
+            elif n == "read":
+                name = op.attrs["param"]
+                env = {**env, op.attrs["var"]: read_value(op, env, {name: self.arrays[name]})}
             elif n in GRID_OPS:
                 self.grid(op, env)
             elif n not in ("gm", "source"):
@@ -115,7 +119,7 @@ def level_outputs(doc, arrays: dict, env: dict, watch=None) -> tuple[dict, list]
         return got, run_level(doc, got, env, watch)
     from .executable import NumpyExecutable
     exe = NumpyExecutable(doc)
-    exe(exe.plan(env), got, 1)
+    exe(exe.plan(env, got), got, 1)
     return got, []
 
 

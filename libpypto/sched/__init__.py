@@ -6,6 +6,8 @@ bandwidth, a vector instruction a fixed start-up plus bytes over the vector widt
 the cube start-up plus 2*M*N*K over the cube's FLOP/cycle. Loops multiply by their trip
 counts. Each task adds the target's dispatch overhead. Shared HBM bandwidth is not modelled
 here (that is the simulator's job), so predictions are optimistic for memory-bound graphs.
+A graph that reads tensor elements at run time (data-dependent loop bounds or offsets) is
+ordered but not placed: its instances depend on data no schedule has; it says so.
 
 The task order is a topological order of the task DAG (networkx; the graph has a node per
 task, so it stays small whatever the sizes). With sizes bound, the schedule also records
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 
-from ..analysis.expand import expand
+from ..analysis.expand import expand, reads_of
 from ..analysis.work import formal_scalars, trip_count
 from ..errors import UsageError
 from ..ir import expr as E
@@ -44,7 +46,10 @@ def schedule(doc: Document, target, env: dict | None) -> Document:
     attrs = {"target": target.name, "cores": cores, "order": task_order(doc),
              "bindings": dict(sorted((env or {}).items())), "instances": None}
     symbols = set(doc.attrs.get("symbols", {}))
-    if env is not None and symbols <= set(env):
+    reads = reads_of(doc)
+    if reads:                   # loop bounds and offsets known only from the data
+        attrs["data_dependent"] = reads
+    elif env is not None and symbols <= set(env):
         _place(doc, tasks, programs, target, env, lanes, attrs)
     doc.body.append(Op("schedule", [], [], attrs, [], None))
     return doc
