@@ -194,9 +194,3 @@ def set_semantic_label(label: str) -> None:
         raise CompileError(f"set_semantic_label takes a string, not {type(label).__name__}")
     if _current:
         _current[-1].label = label
-        key = ("set_semantic_label", None)
-        if key not in tensor._WARNED:
-            tensor._WARNED.add(key)
-            from .. import errors
-            errors.warn("set_semantic_label: labels are not carried through the levels yet "
-                        "(ignored)")

@@ -116,6 +116,7 @@ class _Builder:
         self.nloops = 0
         self.nlocals = 0
         self.read_vars: set[str] = set()       # variables of data-dependent reads
+        self.label: str | None = None          # set_semantic_label's current label
 
     # locations: the innermost frame in the user's file
     def loc(self) -> Loc | None:
@@ -132,8 +133,10 @@ class _Builder:
 
     def emit(self, name: str, operands=(), result_types=(), attrs=None, regions=None) -> Op:
         results = [Value(t) for t in result_types]
-        op = Op(name, list(operands), results, dict(attrs or {}), list(regions or []),
-                self.loc())
+        attrs = dict(attrs or {})
+        if self.label is not None:
+            attrs["label"] = self.label
+        op = Op(name, list(operands), results, attrs, list(regions or []), self.loc())
         self.regions[-1].append(op)
         return op
 

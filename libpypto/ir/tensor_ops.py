@@ -256,6 +256,7 @@ def v_created(op, err) -> None:
 # -- the definitions --------------------------------------------------------------------------
 
 T, ST = "tensor", ("tensor",)
+LABEL = opt(Text())
 LOOP = {"var": attr(Ident()), "start": attr(EXPR), "stop": attr(EXPR), "step": attr(EXPR),
         "name": opt(Text()), "unroll": opt(Int(1))}
 
@@ -264,6 +265,7 @@ def _d(name, operands, results, attrs, verify, trace=None, tile=None, interp=Non
        where=ST, regions=0):
     impl = {"trace": name if trace is None else trace, "tile": tile or f"x_{name}",
             "interp": interp or f"op_{name}"}
+    attrs = {**attrs, "label": LABEL}      # set_semantic_label's name for the op, if any
     return OpDef(name, where, operands, optional, results, regions, attrs, verify, impl)
 
 

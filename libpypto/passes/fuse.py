@@ -268,4 +268,7 @@ class _Fuser:
                  "core": "vector" if kind == "move" else kind,
                  "kernels": [k.attrs["name"] for k in ks],
                  "ops": [k.attrs["op"] for k in ks]}
+        labels = list(dict.fromkeys(k.attrs["label"] for k in ks if "label" in k.attrs))
+        if labels:
+            attrs["labels"] = labels
         return Op("block", [], [], attrs, [self.body(members)], ks[0].loc)

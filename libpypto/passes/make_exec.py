@@ -41,6 +41,8 @@ def _region(ops: list, programs: dict) -> list:
         attrs = {"program": prog.attrs["name"], "block": op.attrs["name"],
                  "grid": op.attrs["grid"], "scalars": scalars, "reads": reads,
                  "writes": writes, "ops": op.attrs.get("ops", [])}
+        if op.attrs.get("labels"):
+            attrs["labels"] = list(op.attrs["labels"])
         task = Op("task", tensors, [], attrs, [], op.loc)
         out.append(task)
         accesses.append((task, {tensors[t] for t, *_ in reads}, {tensors[t] for t, *_ in writes}))

@@ -61,6 +61,8 @@ class _Expander:
 
     def kernel(self, op: Op, grid: list, body: list, tile) -> None:
         attrs = {"grid": grid, "name": f"k{self.nkernels}", "op": op.name, "tile": tile}
+        if op.attrs.get("label") is not None:
+            attrs["label"] = op.attrs["label"]
         self.dest.append(Op("kernel", [], [], attrs, [body], op.loc))
         self.nkernels += 1
 

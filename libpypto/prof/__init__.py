@@ -44,6 +44,25 @@ def _per_program(events, tasks, fmt):
                     tablefmt=fmt)
 
 
+def _per_label(events, tasks, fmt) -> str | None:
+    """Time per set_semantic_label label (a task fused from ops of several labels counts for
+    each: the label column names them joined); None when no task has a label."""
+    from tabulate import tabulate
+    per: dict = {}
+    for ti, _, _, s, e in events:
+        labels = tasks[ti].get("labels")
+        if not labels:
+            continue
+        p = per.setdefault("+".join(labels), {"n": 0, "ns": 0})
+        p["n"] += 1
+        p["ns"] += e - s
+    if not per:
+        return None
+    rows = [[shown(k), p["n"], f"{p['ns'] / 1e6:.3f}", f"{p['ns'] / max(1, p['n']) / 1e3:.1f}"]
+            for k, p in sorted(per.items())]
+    return tabulate(rows, headers=["label", "tasks", "total ms", "mean us"], tablefmt=fmt)
+
+
 def _per_core(events, span_ns, fmt):
     from tabulate import tabulate
     busy: dict = {}
@@ -89,8 +108,11 @@ def tables(doc, fmt: str = "simple", predicted: dict | None = None) -> str:
         head += (f" (predicted {predicted['makespan_us'] / 1e3:.3f} ms on "
                  f"{shown(predicted.get('target', '?'))}, lower bound "
                  f"{predicted['lower_bound_us'] / 1e3:.3f} ms)")
-    out = [head, "", _per_program(events, a["tasks"], fmt), "", _per_core(events, span_ns, fmt),
-           "", _whole_run(a, span_ns, predicted, fmt)]
+    out = [head, "", _per_program(events, a["tasks"], fmt)]
+    by_label = _per_label(events, a["tasks"], fmt)
+    if by_label is not None:
+        out += ["", by_label]
+    out += ["", _per_core(events, span_ns, fmt), "", _whole_run(a, span_ns, predicted, fmt)]
     return "\n".join(out) + "\n"
 
 
@@ -109,5 +131,5 @@ def chrome_trace(doc) -> dict:
         ev.append({"ph": "X", "pid": 0, "tid": core, "name": label(t), "ts": s / 1e3,
                    "dur": (e - s) / 1e3, "cat": t["program"],
                    "args": {"task": ti, "instance": idx, "block": t.get("block", ""),
-                            "loc": t.get("loc", "")}})
+                            "loc": t.get("loc", ""), "labels": t.get("labels", [])}})
     return {"traceEvents": ev, "displayTimeUnit": "ns"}

@@ -18,5 +18,6 @@ def shown(s) -> str:
 
 def label(task: dict) -> str:
     """`p0 (amax+sub+exp)`: a task's program and the ops fused into it."""
-    return f"{task['program']} ({'+'.join(task['ops'])})" if task.get("ops") else \
+    name = f"{task['program']} ({'+'.join(task['ops'])})" if task.get("ops") else \
         str(task["program"])
+    return f"[{'+'.join(task['labels'])}] {name}" if task.get("labels") else name

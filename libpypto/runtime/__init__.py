@@ -137,6 +137,8 @@ def _tasks(exp) -> list:
         tasks.append({"program": t.attrs["program"], "ops": t.attrs.get("ops", []),
                       "block": t.attrs.get("block", ""), "bytes": nbytes, "flops": flops,
                       "loc": str(t.loc) if t.loc else ""})
+        if t.attrs.get("labels"):
+            tasks[-1]["labels"] = list(t.attrs["labels"])
     return tasks
 
 
