@@ -30,6 +30,7 @@ _LAZY = {
         "get_conv_tile_shapes", "set_pass_default_config", "get_pass_default_config",
         "get_pass_config", "get_pass_configs")},
     "Element": "libpypto.frontend.api",
+    "experimental": "libpypto.frontend.quant",
     "Kernel": "libpypto.frontend.kernel",
     "jit": "libpypto.jit",
     # library (one call per tool)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 
 from ..ir import ops as O
-from . import api, composites, numpy_guard, ops
+from . import api, composites, numpy_guard, ops, quant
 from .enums import TileOpFormat
 from .tensor import SymScalar, TraceTensor, _b, fmt_shape, read_scalar, scalar_expr, slice_key
 
@@ -19,6 +19,7 @@ def _catalogue() -> dict:
             if not n.startswith("_") and inspect.isfunction(v) and v.__module__ == m.__name__:
                 out[n] = v
     out["abs"] = ops.abs_
+    out["quantize"], out["dequantize"] = quant.quantize, quant.dequantize
     return out
 
 
