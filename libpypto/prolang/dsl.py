@@ -143,8 +143,34 @@ class TileType:
                 f"MemorySpace.{self.memory.name}, layout={self.layout.name})")
 
 
+class DTypeVar:
+    """A dtype variable of `@pl.jit(datatype={param: "T"})` in a parameter annotation:
+    `pl.Tensor[[dims], "T"]` (or `T` under `from __future__ import annotations`). The launch's
+    dtype dict gives its value; in the body the name T is that pl.DT_* dtype."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def dtype_named(v):
+    """A pl.DT_* dtype from a dtype, or a name: "f16", "fp16", "DT_FP16" (None if not one)."""
+    if isinstance(v, DType):
+        return v
+    if not isinstance(v, str):
+        return None
+    low = v.lower().removeprefix("pl.").removeprefix("dt_")
+    for d in DTYPES.values():
+        if low in (d.name, d.api.lower().removeprefix("dt_")):
+            return d
+    return None
+
+
 class TensorSpec:
-    """A GM tensor parameter: pl.Tensor[[dims], dtype]; dims int, pl.DYNAMIC or pl.STATIC."""
+    """A GM tensor parameter: pl.Tensor[[dims], dtype]; dims int, pl.DYNAMIC or pl.STATIC;
+    dtype a pl.DT_* dtype or a datatype= variable (a name string or a DTypeVar)."""
 
     def __init__(self, shape, dtype):
         if not isinstance(shape, (list, tuple)) or not shape:
@@ -153,8 +179,11 @@ class TensorSpec:
         for d in shape:
             if not ((isinstance(d, int) and d > 0) or d is DYNAMIC or d is STATIC):
                 raise TypeError(f"bad dim {d!r}: use a positive int, pl.DYNAMIC or pl.STATIC")
-        if not isinstance(dtype, DType):
-            raise TypeError(f"bad dtype {dtype!r}: use pl.DT_FP32 and friends")
+        if isinstance(dtype, str) and dtype.isidentifier():
+            dtype = DTypeVar(dtype)
+        if not isinstance(dtype, (DType, DTypeVar)):
+            raise TypeError(f"bad dtype {dtype!r}: use pl.DT_FP32 and friends, or the name of "
+                            f"a @pl.jit(datatype=...) variable")
         self.shape, self.dtype = list(shape), dtype
 
     def __repr__(self) -> str:
