@@ -376,7 +376,9 @@ def pro_trace(k, static: dict | None = None, key: dict | None = None,
         key, dtypes = split_consts(k, key or {})
     target = target_for(None, target) if target else \
         load_target(PRO_ARCH_TARGET[k.options["arch"]])
+    from .prolang.dsl import BIAS_BYTES
     buffers = dict(target["buffers"])
+    buffers.setdefault("bias", BIAS_BYTES.get(target["name"], 4096))
     doc = k.trace(static or {}, key or {}, buffers, dtypes)
     doc.attrs["target"] = target.record()
     verify_or_raise(doc, "made by the Pro front end")

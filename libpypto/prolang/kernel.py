@@ -127,6 +127,7 @@ class ProKernel:
                         self.options["auto_mutex"])
         t.dtypes = dts
         args, scalars = self._trace_args(static, dts)
+        t.scalar_dtypes = dict(scalars)
         helpers = {"__pl_branch": state.branch, "__pl_ifexp": state.ifexp,
                    "__pl_logic": state.logical}
         fn, t.source_file = rewrite(self.fn, self.file, helpers, {**key, **dts})
@@ -144,6 +145,8 @@ class ProKernel:
             state._STATE.pop()
         if not t.programs:
             raise CompileError(f"kernel {self.name} has no tile instructions", None)
+        if not any(x.type.space == "bias" for x in t.tiles):
+            target_buffers = {s: n for s, n in target_buffers.items() if s != "bias"}
         doc = _document(self, t, scalars, key, target_buffers)
         for p in self.tensors:              # STATIC sizes: symbols with their value
             for axis, d in enumerate(p.spec.shape):

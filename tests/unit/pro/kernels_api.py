@@ -85,3 +85,205 @@ def bad_dt_concrete(x: pl.Tensor[[16, 64], pl.DT_FP32]):
 @pl.jit(datatype={"x": "T"})
 def bad_dt_unlisted(x: pl.Tensor[[16, 64], T], y: pl.Tensor[[16, 64], T]):
     pass
+
+
+# -- bias tiles and the fixpipe options of store ------------------------------------------------
+
+@pl.jit
+def mm_bias(a: pl.Tensor[[32, 64], F16], b: pl.Tensor[[64, 32], F16],
+            bias: pl.Tensor[[1, 32], F16], c: pl.Tensor[[32, 32], F32],
+            r: pl.Tensor[[32, 32], F16]):
+    """c = a @ b + bias; r = relu(a @ b + bias) as fp16 (the fixpipe's ReLU)."""
+    a1 = pl.make_tile(pl.TileType([32, 64], F16, pl.MemorySpace.Mat), addr=0)
+    b1 = pl.make_tile(pl.TileType([64, 32], F16, pl.MemorySpace.Mat), addr=0x1000)
+    s1 = pl.make_tile(pl.TileType([1, 32], F16, pl.MemorySpace.Mat), addr=0x2000)
+    a0 = pl.make_tile(pl.TileType([32, 64], F16, pl.MemorySpace.Left), addr=0)
+    b0 = pl.make_tile(pl.TileType([64, 32], F16, pl.MemorySpace.Right), addr=0)
+    s0 = pl.make_tile(pl.TileType([1, 32], F32, pl.MemorySpace.Bias), addr=0)
+    acc = pl.make_tile(pl.TileType([32, 32], F32, pl.MemorySpace.Acc), addr=0)
+    with pl.section_cube():
+        pl.load(a1, a, [0, 0])
+        pl.load(b1, b, [0, 0])
+        pl.load(s1, bias, [0, 0])
+        sync(MTE2, MTE1)
+        pl.move(a0, a1)
+        pl.move(b0, b1)
+        pl.move(s0, s1)                       # Mat -> Bias, fp16 -> fp32
+        sync(MTE1, M)
+        pl.matmul(acc, a0, b0, s0)
+        sync(M, FIX)
+        pl.store(c, acc, [0, 0])
+        pl.store(r, acc, [0, 0], relu_pre_mode=pl.ReluPreMode.NormalRelu)
+
+
+@pl.jit
+def mm_quant(a: pl.Tensor[[32, 64], pl.DT_INT8], b: pl.Tensor[[64, 32], pl.DT_INT8],
+             q: pl.Tensor[[32, 32], pl.DT_INT8], h: pl.Tensor[[32, 32], F16], s: F32):
+    """q = sat_int8(rint((a @ b) * 0.05)) (quantise); h = fp16(relu(a @ b) * s) (dequantise
+    with a runtime FP32 scale)."""
+    a1 = pl.make_tile(pl.TileType([32, 64], pl.DT_INT8, pl.MemorySpace.Mat), addr=0)
+    b1 = pl.make_tile(pl.TileType([64, 32], pl.DT_INT8, pl.MemorySpace.Mat), addr=0x800)
+    a0 = pl.make_tile(pl.TileType([32, 64], pl.DT_INT8, pl.MemorySpace.Left), addr=0)
+    b0 = pl.make_tile(pl.TileType([64, 32], pl.DT_INT8, pl.MemorySpace.Right), addr=0)
+    acc = pl.make_tile(pl.TileType([32, 32], pl.DT_INT32, pl.MemorySpace.Acc), addr=0)
+    with pl.section_cube():
+        pl.load(a1, a, [0, 0])
+        pl.load(b1, b, [0, 0])
+        sync(MTE2, MTE1)
+        pl.move(a0, a1)
+        pl.move(b0, b1)
+        sync(MTE1, M)
+        pl.matmul(acc, a0, b0)
+        sync(M, FIX)
+        pl.store(q, acc, [0, 0], scale=0.05)
+        pl.store(h, acc, [0, 0], relu_pre_mode=pl.ReluPreMode.NormalRelu, scale=s)
+
+
+@pl.jit
+def atomic_rows(x: pl.Tensor[[pl.DYNAMIC, 64], F32], out: pl.Tensor[[16, 64], F32]):
+    """out += the sum of x's 16-row blocks (every block adds into out: atomic add)."""
+    a = pl.make_tile(pl.TileType([16, 64], F32, pl.MemorySpace.Vec), addr=0)
+    with pl.section_vector():
+        for t in pl.range(pl.get_block_idx(), x.shape[0] // 16, pl.get_block_num()):
+            pl.load(a, x, [t * 16, 0])
+            sync(MTE2, MTE3)
+            pl.store(out, a, [0, 0], atomic=pl.AtomicType.AtomicAdd)
+            sync(MTE3, MTE2)
+
+
+@pl.jit
+def ordered(x: pl.Tensor[[4, 8, 64], F32], y: pl.Tensor[[8, 4, 64], F32]):
+    """y[r] = x[:, r, :] * 2: loads with order=[0, 2] (rows from axis 0, columns from 2)."""
+    a = pl.make_tile(pl.TileType([4, 64], F32, pl.MemorySpace.Vec), addr=0)
+    with pl.section_vector():
+        for r in pl.range(8):
+            pl.load(a, x, [0, r, 0], order=[0, 2])
+            sync(MTE2, V)
+            pl.mul(a, a, 2.0)
+            sync(V, MTE3)
+            pl.store_tile(y, a, [r, 0, 0])
+            sync(MTE3, MTE2)
+
+
+# -- insert into Mat (UB -> L1) in a mixed kernel ------------------------------------------------
+
+@pl.jit(auto_mutex=True)
+def insert_matmul(x: pl.Tensor[[64, 64], F32], y: pl.Tensor[[64, 64], F32],
+                  rhs: pl.Tensor[[64, 64], F32], out: pl.Tensor[[64, 64], F32]):
+    """out = (x + y) @ rhs: each vector core adds 32 rows, moves them ND -> NZ and inserts
+    them into the cluster's L1 tile; the cube multiplies (the reference's insert.md kernel)."""
+    v1 = pl.make_tile_group(type=pl.TileType([64, 64], F32, pl.MemorySpace.Mat, layout=pl.NZ),
+                            addrs=0x10000, mutex_ids=[0])
+    with pl.section_vector():
+        off = pl.get_subblock_idx() * 32
+        tt = pl.TileType([32, 64], F32, pl.MemorySpace.Vec)
+        tx = pl.make_tile_group(type=tt, addrs=0x0000, mutex_ids=[1]).current()
+        ty = pl.make_tile_group(type=tt, addrs=0x2000, mutex_ids=[2]).current()
+        ts = pl.make_tile_group(type=tt, addrs=0x4000, mutex_ids=[3]).current()
+        tnz = pl.make_tile_group(type=pl.TileType([32, 64], F32, pl.MemorySpace.Vec,
+                                                  layout=pl.NZ),
+                                 addrs=0x6000, mutex_ids=[4]).current()
+        mat = v1.current()
+        pl.load(tx, x, [off, 0])
+        pl.load(ty, y, [off, 0])
+        pl.add(ts, tx, ty)
+        pl.move(tnz, ts)                          # ND -> NZ (V)
+        pl.insert(mat, tnz, [off, 0])             # UB -> L1 (MTE3)
+        pl.system.set_cross_core(pipe=MTE3, event_id=2)
+    with pl.section_cube():
+        rm = pl.make_tile_group(type=pl.TileType([64, 64], F32, pl.MemorySpace.Mat,
+                                                 layout=pl.NZ), addrs=0, mutex_ids=[5]).current()
+        left = pl.make_tile_group(type=pl.TileType([64, 64], F32, pl.MemorySpace.Left),
+                                  addrs=0, mutex_ids=[6]).current()
+        right = pl.make_tile_group(type=pl.TileType([64, 64], F32, pl.MemorySpace.Right),
+                                   addrs=0, mutex_ids=[7]).current()
+        acc = pl.make_tile_group(type=pl.TileType([64, 64], F32, pl.MemorySpace.Acc),
+                                 addrs=0, mutex_ids=[8]).current()
+        mat = v1.current()
+        pl.load(rm, rhs, [0, 0])
+        pl.move(right, rm)
+        pl.system.wait_cross_core(pipe=MTE1, event_id=2,
+                                  sync_mode=pl.CrossCoreSyncMode.INTRA_BLOCK)
+        pl.move(left, mat)
+        pl.matmul(acc, left, right)
+        pl.store(out, acc, [0, 0])
+
+
+@pl.jit(auto_mutex=True)
+def insert_nosync(x: pl.Tensor[[64, 64], F32], y: pl.Tensor[[64, 64], F32],
+                  rhs: pl.Tensor[[64, 64], F32], out: pl.Tensor[[64, 64], F32]):
+    """insert_matmul without its cross-core handshake: the cube reads L1 the vector cores
+    write, unordered."""
+    v1 = pl.make_tile_group(type=pl.TileType([64, 64], F32, pl.MemorySpace.Mat, layout=pl.NZ),
+                            addrs=0x10000, mutex_ids=[0])
+    with pl.section_vector():
+        off = pl.get_subblock_idx() * 32
+        tt = pl.TileType([32, 64], F32, pl.MemorySpace.Vec)
+        tx = pl.make_tile_group(type=tt, addrs=0x0000, mutex_ids=[1]).current()
+        ty = pl.make_tile_group(type=tt, addrs=0x2000, mutex_ids=[2]).current()
+        ts = pl.make_tile_group(type=tt, addrs=0x4000, mutex_ids=[3]).current()
+        tnz = pl.make_tile_group(type=pl.TileType([32, 64], F32, pl.MemorySpace.Vec,
+                                                  layout=pl.NZ),
+                                 addrs=0x6000, mutex_ids=[4]).current()
+        mat = v1.current()
+        pl.load(tx, x, [off, 0])
+        pl.load(ty, y, [off, 0])
+        pl.add(ts, tx, ty)
+        pl.move(tnz, ts)                          # ND -> NZ (V)
+        pl.insert(mat, tnz, [off, 0])             # UB -> L1 (MTE3)
+    with pl.section_cube():
+        rm = pl.make_tile_group(type=pl.TileType([64, 64], F32, pl.MemorySpace.Mat,
+                                                 layout=pl.NZ), addrs=0, mutex_ids=[5]).current()
+        left = pl.make_tile_group(type=pl.TileType([64, 64], F32, pl.MemorySpace.Left),
+                                  addrs=0, mutex_ids=[6]).current()
+        right = pl.make_tile_group(type=pl.TileType([64, 64], F32, pl.MemorySpace.Right),
+                                   addrs=0, mutex_ids=[7]).current()
+        acc = pl.make_tile_group(type=pl.TileType([64, 64], F32, pl.MemorySpace.Acc),
+                                 addrs=0, mutex_ids=[8]).current()
+        mat = v1.current()
+        pl.load(rm, rhs, [0, 0])
+        pl.move(right, rm)
+        pl.move(left, mat)
+        pl.matmul(acc, left, right)
+        pl.store(out, acc, [0, 0])
+
+
+# -- subview --------------------------------------------------------------------------------------
+
+@pl.jit(auto_mutex=True)
+def sub_store(a: pl.Tensor[[8, 64], F16], out: pl.Tensor[[4, 34], F16],
+              out2: pl.Tensor[[4, 24], F16], rows: pl.DT_INT32):
+    """out = a[2:6, 16:50]; out2 = the same slice of a tile whose valid shape is [rows, 40]
+    (the slice is clamped: [min(4, rows - 2), 24]); the reference's subview.md kernels."""
+    g = pl.make_tile_group(type=pl.TileType([8, 64], F16, pl.MemorySpace.Vec,
+                                            valid_shape=[-1, -1]),
+                           addrs=0x0000, mutex_ids=[0])
+    with pl.section_vector():
+        tile = g.next()
+        pl.load(tile, a, [0, 0])
+        pl.store(out, tile[2:6, 16:50], [0, 0])
+        pl.set_validshape(tile, [rows, 40])
+        pl.store(out2, tile[2:6, 16:50], [0, 0])
+
+
+@pl.jit
+def sub_compute(x: pl.Tensor[[16, 64], F32], y: pl.Tensor[[16, 64], F32]):
+    """y = x with its right half (columns 32..63) doubled in place through a subview."""
+    a = pl.make_tile(pl.TileType([16, 64], F32, pl.MemorySpace.Vec), addr=0)
+    with pl.section_vector():
+        pl.load(a, x, [0, 0])
+        sync(MTE2, V)
+        right = a[0:16, 32:]
+        pl.add(right, right, right)
+        sync(V, MTE3)
+        pl.store(y, a, [0, 0])
+
+
+@pl.jit
+def sub_race(x: pl.Tensor[[16, 64], F32], y: pl.Tensor[[16, 32], F32]):
+    """A subview read on MTE3 right after its parent is loaded on MTE2, no sync: a race on
+    the parent's bytes."""
+    a = pl.make_tile(pl.TileType([16, 64], F32, pl.MemorySpace.Vec), addr=0)
+    with pl.section_vector():
+        pl.load(a, x, [0, 0])
+        pl.store(y, a[0:16, 32:64], [0, 0])

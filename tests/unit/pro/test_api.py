@@ -120,3 +120,126 @@ def test_datatype_through_the_pipe(tmp_path):
     r = subprocess.run([str(BIN / "pypto-trace"), KFILE, "--kernel", "dt_axpy", "-o",
                         str(ir)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "--const x=f16" in r.stderr
+
+
+# -- bias tiles, store options, order, insert into Mat, subview --------------------------------
+
+BACKENDS = ["numpy", "c"]
+
+
+def _launch(k, backend, *args, bd=None):
+    k.backend = backend
+    try:
+        return (k[bd] if bd else k)(*args)
+    finally:
+        k.backend = "numpy"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_matmul_with_bias_and_relu_store(backend):
+    a, b = rand(32, 64, dtype=np.float16), rand(64, 32, dtype=np.float16)
+    bias = rand(1, 32, dtype=np.float16)
+    c, r = np.zeros((32, 32), np.float32), np.zeros((32, 32), np.float16)
+    _launch(K.mm_bias, backend, a, b, bias, c, r)
+    ref = a.astype(np.float32) @ b.astype(np.float32) + bias.astype(np.float32)
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(r.astype(np.float32), np.maximum(ref, 0), rtol=1e-3, atol=1e-3)
+    assert (r >= 0).all() and (ref < 0).any()
+
+
+def test_bias_listing_and_pipes():
+    _launch(K.mm_bias, "c", *[np.zeros(s, d) for s, d in (
+        ((32, 64), np.float16), ((64, 32), np.float16), ((1, 32), np.float16),
+        ((32, 32), np.float32), ((32, 32), np.float16))])
+    listing = [op for op in K.mm_bias.last_doc.body if op.name == "code"][0].attrs["listing"]
+    assert "MTE1  TMOV BIAS@0x00000, L1@0x02000" in listing
+    assert "M     TMATMUL_BIAS" in listing and "; relu" in listing
+    assert K.mm_bias.last_doc.attrs["pro"]["buffers"]["bias"] == 1024     # a2's bias table
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_quantising_and_dequantising_stores(backend):
+    a = RNG.integers(-20, 20, (32, 64)).astype(np.int8)
+    b = RNG.integers(-20, 20, (64, 32)).astype(np.int8)
+    q, h = np.zeros((32, 32), np.int8), np.zeros((32, 32), np.float16)
+    _launch(K.mm_quant, backend, a, b, q, h, 0.125)
+    acc = a.astype(np.int64) @ b.astype(np.int64)
+    want_q = np.clip(np.rint(acc.astype(np.float32) * np.float32(0.05)), -128, 127)
+    assert np.array_equal(q, want_q.astype(np.int8))
+    assert (q == 127).any() and (q == -128).any()                   # saturation was needed
+    want_h = (np.maximum(acc, 0).astype(np.float32) * np.float32(0.125)).astype(np.float16)
+    assert np.array_equal(h, want_h)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_atomic_add_store(backend):
+    x, out = rand(64, 64), rand(16, 64)
+    want = out.copy()
+    for t in (0, 3, 1, 2):          # bd 3: cluster 0 adds blocks 0 and 3, then 1, then 2
+        want = want + x[16 * t:16 * (t + 1)]
+    _launch(K.atomic_rows, backend, x, out, bd=3)
+    assert np.array_equal(out, want)
+
+
+def test_atomic_add_is_thread_count_invariant():
+    x = rand(160, 64)
+    outs = []
+    for threads in (1, 2, 4):
+        out = np.zeros((16, 64), np.float32)
+        K.atomic_rows.threads = threads
+        _launch(K.atomic_rows, "c", x, out, bd=7)
+        outs.append(out)
+    K.atomic_rows.threads = None
+    assert all(np.array_equal(o, outs[0]) for o in outs)
+    np.testing.assert_allclose(outs[0], x.reshape(10, 16, 64).sum(0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_load_with_order(backend):
+    x, y = rand(4, 8, 64), np.zeros((8, 4, 64), np.float32)
+    _launch(K.ordered, backend, x, y)
+    assert np.array_equal(y, x.transpose(1, 0, 2) * 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_insert_into_mat_from_both_vector_cores(backend):
+    x, y, rhs = rand(64, 64), rand(64, 64), rand(64, 64)
+    out = np.zeros((64, 64), np.float32)
+    _launch(K.insert_matmul, backend, x, y, rhs, out, bd=2)
+    np.testing.assert_allclose(out, (x + y) @ rhs, rtol=1e-5, atol=1e-4)
+    vec = [op for op in K.insert_matmul.last_doc.body if op.name == "program" and
+           op.attrs["core"] == "vector"][0]
+    pipes = {op.attrs["pipe"] for top in vec.regions[0] for op in top.walk()
+             if op.name == "tinsert"}
+    assert pipes == {"MTE3"}                            # UB -> L1 on MTE3, as the reference
+
+
+def test_insert_into_mat_without_the_handshake_is_a_race():
+    from libpypto.runtime.pro_check import SyncError
+    with pytest.raises(SyncError, match="MTE3"):
+        K.insert_nosync[1](rand(64, 64), rand(64, 64), rand(64, 64), np.zeros((64, 64),
+                                                                              np.float32))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_subview_store_and_clamp(backend):
+    a = rand(8, 64, dtype=np.float16)
+    out, out2 = np.zeros((4, 34), np.float16), np.full((4, 24), 7, np.float16)
+    _launch(K.sub_store, backend, a, out, out2, 5)
+    assert np.array_equal(out, a[2:6, 16:50])
+    assert np.array_equal(out2[:3], a[2:5, 16:40]) and (out2[3:] == 7).all()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_subview_computes_in_place(backend):
+    x, y = rand(16, 64), np.zeros((16, 64), np.float32)
+    _launch(K.sub_compute, backend, x, y)
+    want = x.copy()
+    want[:, 32:] *= 2
+    assert np.array_equal(y, want)
+
+
+def test_subview_bytes_are_the_parents():
+    from libpypto.runtime.pro_check import SyncError
+    with pytest.raises(SyncError, match=r"tload on MTE2 .* tstore on MTE3 .*sync_src"):
+        K.sub_race(rand(16, 64), np.zeros((16, 32), np.float32))
