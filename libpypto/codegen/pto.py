@@ -154,7 +154,6 @@ def _instr(op, names: dict, lines: list, depth: int, notes: LineNotes) -> None:
             extra += ", transposed"
         if n == "texpands":
             extra = f"  ; value {a['value']}"
-        extra += _options(a)
         text = f"{OPS[n].pto} {', '.join(ops)}{extra}"
     elif n.startswith("t") and n[1:] in O.ELEMENTWISE:
         base = OPS[n].pto
