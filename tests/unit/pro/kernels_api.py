@@ -287,3 +287,41 @@ def sub_race(x: pl.Tensor[[16, 64], F32], y: pl.Tensor[[16, 32], F32]):
     with pl.section_vector():
         pl.load(a, x, [0, 0])
         pl.store(y, a[0:16, 32:64], [0, 0])
+
+
+# -- bias misuse --------------------------------------------------------------------------------
+
+@pl.jit
+def bad_bias(a: pl.Tensor[[32, 64], F16], b: pl.Tensor[[64, 32], F16]):
+    a0 = pl.make_tile(pl.TileType([32, 64], F16, pl.MemorySpace.Left), addr=0)
+    b0 = pl.make_tile(pl.TileType([64, 32], F16, pl.MemorySpace.Right), addr=0)
+    s0 = pl.make_tile(pl.TileType([1, 64], F32, pl.MemorySpace.Bias), addr=0)
+    acc = pl.make_tile(pl.TileType([32, 32], F32, pl.MemorySpace.Acc), addr=0)
+    with pl.section_cube():
+        pl.matmul(acc, a0, b0, s0)
+
+
+@pl.jit
+def mm_bias_late(a: pl.Tensor[[32, 64], F16], b: pl.Tensor[[64, 32], F16],
+                 bias: pl.Tensor[[1, 32], F16], c: pl.Tensor[[32, 32], F32]):
+    """mm_bias with the bias moved after the MTE1 -> M sync: the matmul reads the bias
+    table unordered with its move."""
+    a1 = pl.make_tile(pl.TileType([32, 64], F16, pl.MemorySpace.Mat), addr=0)
+    b1 = pl.make_tile(pl.TileType([64, 32], F16, pl.MemorySpace.Mat), addr=0x1000)
+    s1 = pl.make_tile(pl.TileType([1, 32], F16, pl.MemorySpace.Mat), addr=0x2000)
+    a0 = pl.make_tile(pl.TileType([32, 64], F16, pl.MemorySpace.Left), addr=0)
+    b0 = pl.make_tile(pl.TileType([64, 32], F16, pl.MemorySpace.Right), addr=0)
+    s0 = pl.make_tile(pl.TileType([1, 32], F32, pl.MemorySpace.Bias), addr=0)
+    acc = pl.make_tile(pl.TileType([32, 32], F32, pl.MemorySpace.Acc), addr=0)
+    with pl.section_cube():
+        pl.load(a1, a, [0, 0])
+        pl.load(b1, b, [0, 0])
+        pl.load(s1, bias, [0, 0])
+        sync(MTE2, MTE1)
+        pl.move(a0, a1)
+        pl.move(b0, b1)
+        sync(MTE1, M)
+        pl.move(s0, s1)
+        pl.matmul(acc, a0, b0, s0)
+        sync(M, FIX)
+        pl.store(c, acc, [0, 0])

@@ -243,3 +243,76 @@ def test_subview_bytes_are_the_parents():
     from libpypto.runtime.pro_check import SyncError
     with pytest.raises(SyncError, match=r"tload on MTE2 .* tstore on MTE3 .*sync_src"):
         K.sub_race(rand(16, 64), np.zeros((16, 32), np.float32))
+
+
+# -- misuse: each is a CompileError naming the op file line ------------------------------------
+
+ERR_HEAD = """\
+import libpypto.pro as pl
+F32, F16 = pl.DT_FP32, pl.DT_FP16
+VEC = pl.TileType([16, 64], F32, pl.MemorySpace.Vec)
+ACC = pl.TileType([16, 64], F32, pl.MemorySpace.Acc)
+MAT = pl.TileType([16, 64], F32, pl.MemorySpace.Mat)
+
+@pl.jit
+def k(x: pl.Tensor[[16, 64], F32], y: pl.Tensor[[4, 16, 64], F32], n: pl.DT_INT32, f: F32):
+"""
+VEC_BODY = "a = pl.make_tile(VEC, addr=0)\nwith pl.section_vector():\n    {}\n"
+CUBE_BODY = ("c = pl.make_tile(ACC, addr=0)\nm = pl.make_tile(MAT, addr=0)\n"
+             "with pl.section_cube():\n    {}\n")
+MIXED_BODY = ("m = pl.make_tile(MAT, addr=0)\nwith pl.section_cube():\n    pl.load(m, x, [0, 0])\n"
+              "with pl.section_vector():\n    a = pl.make_tile(VEC, addr=0)\n    {}\n")
+BIAS = "pl.make_tile(pl.TileType([1, {}], F32, pl.MemorySpace.Bias), addr={})"
+
+
+@pytest.mark.parametrize("body,line,msg", [
+    (VEC_BODY.format("pl.store(x, a, [0, 0], relu_pre_mode=pl.ReluPreMode.NormalRelu)"), 3,
+     "fixpipe options, for an Acc source"),
+    (CUBE_BODY.format("pl.store(x, c, [0, 0], scale=n)"), 4, "runtime FP32 scalar"),
+    (CUBE_BODY.format("pl.store(x, c, [0, 0], scale=m)"), 4, "per-channel scale tile"),
+    (VEC_BODY.format("pl.store(x, a, [0, 0], atomic='add')"), 3, "AtomicNone or AtomicAdd"),
+    (VEC_BODY.format("pl.load(a, y, [0, 0, 0], order=[2, 1])"), 3, "only ascending"),
+    (VEC_BODY.format("pl.load(a, y, [0, 0, 0], order=[0, 3])"), 3, "two tensor axes"),
+    (VEC_BODY.format("pl.store(x, a[n:8, 0:64], [0, 0])"), 3, "compile-time int"),
+    (VEC_BODY.format("pl.store(x, a[0:8:2, 0:64], [0, 0])"), 3, "takes two slices"),
+    (VEC_BODY.format("pl.store(x, a[0:17, 0:64], [0, 0])"), 3, "stop must be"),
+    (CUBE_BODY.format("pl.load(m, x, [0, 0]); s = m[0:8, 0:64]"), 4, "subviews are of Vec"),
+    (CUBE_BODY.format("b = pl.make_tile(pl.TileType([2, 64], F32, pl.MemorySpace.Bias), "
+                      "addr=0)"), 4, "one row of the accumulator's dtype"),
+    (CUBE_BODY.format("b = " + BIAS.format(512, 0) + "; pl.move(b, m)"), 4,
+     "does not fit the 1024-byte Bias buffer"),
+    (CUBE_BODY.format("b = " + BIAS.format(64, 16) + "; pl.move(b, m)"), 4, "32-byte aligned"),
+    (CUBE_BODY.format("b = " + BIAS.format(64, 0) + "; pl.move(b, c)"), 4,
+     "move into Bias takes a Mat tile"),
+    (CUBE_BODY.format("pl.move(c, c, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)"), 4,
+     "acc_to_vec_mode"),
+    (CUBE_BODY.format("pl.move(c, c, relu_pre_mode=pl.ReluPreMode.NormalRelu)"), 4,
+     "use pl.store's options"),
+    (MIXED_BODY.format("pl.insert(m, a, [0, 0])"), 6, "takes an NZ source"),
+    (MIXED_BODY.format("pl.insert(a, m, [0, 0])"), 6, "Vec -> Vec and Vec -> Mat"),
+])
+def test_api_misuse(tmp_path, body, line, msg):
+    import importlib.util
+    import textwrap
+    from libpypto.driver import pro_trace
+    path = tmp_path / "op.py"
+    path.write_text(ERR_HEAD + textwrap.indent(body, "    "))
+    spec = importlib.util.spec_from_file_location(f"op_{abs(hash(body))}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(CompileError, match=msg) as e:
+        pro_trace(mod.k)
+    assert e.value.loc is not None and e.value.loc.line == ERR_HEAD.count("\n") + line
+
+
+def test_matmul_bias_must_match_the_accumulator():
+    from libpypto.driver import pro_trace
+    with pytest.raises(CompileError, match=r"must be a \[1, 32\] MemorySpace.Bias tile"):
+        pro_trace(K.bad_bias)
+
+
+def test_unsynced_bias_move_is_a_race():
+    from libpypto.runtime.pro_check import SyncError
+    a, b = rand(32, 64, dtype=np.float16), rand(64, 32, dtype=np.float16)
+    with pytest.raises(SyncError, match=r"tmov on MTE1 .* tmatmul on M .*bias bytes"):
+        K.mm_bias_late(a, b, rand(1, 32, dtype=np.float16), np.zeros((32, 32), np.float32))
