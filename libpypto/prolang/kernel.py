@@ -5,7 +5,8 @@ runtime scalars annotated with a dtype (`n: pl.DT_INT32`), and at most one Tilin
 dataclass, last. A TilingKey class (`@pl.jit(tiling_key=Key)`) has `pl.TilingKeyField`
 attributes, in class order; each field's launch value is a compile-time constant named by
 the field in the body, and `is_valid(self, key)` (key: the dict of values) may refuse
-combinations.
+combinations. `@pl.jit(datatype={param: var})` (datatype.py) makes tensor dtypes launch-time
+constants, bound in the body like TilingKey fields.
 
 The document (level "exec", so every later tool takes it; `pypto-lower` verifies it and
 passes it through): a `source` holding only the tensor params, a `gm` per tensor, one

@@ -15,6 +15,9 @@ the one before it, `g[i]` slot i. With `mutex_ids` (one id, or a list of ids, pe
 `@pl.jit(auto_mutex=True)` every instruction on a slot is wrapped in mutex_lock /
 mutex_unlock of the slot's id on the instruction's pipe (ops.py).
 
+Subviews: `tile[r0:r1, c0:c1]` (subview below) is a tile over the parent's bytes with the
+parent's row stride; it counts as the parent for the live-range overlap check and auto_mutex.
+
 Valid shapes: a tile's valid region starts as its TileType's `valid_shape` (-1 entries
 mean "set at run time" and start as the full extent) and is changed by
 `pl.set_validshape(tile_or_group, [rows, cols])` (runtime scalars allowed). Every

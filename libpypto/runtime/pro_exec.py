@@ -9,11 +9,17 @@ values, as on the hardware. Each core runs its program in program order, which h
 intra-core sync; the cores of a cluster run as coroutines on one thread, switching only at a
 cross-core wait that is not yet satisfied, so cross-core events are real (a wait really
 waits for the set) with no deadlock whatever the thread count, and the order of everything
-is fixed: results are bit-identical for any number of threads. Clusters share only GM.
+is fixed: results are bit-identical for any number of threads. Clusters share only GM; the
+cores of a mixed cluster also share L1 (the cube core's: the vector cores write it with an
+insert UB -> L1, and the checker keys those bytes to the cube core). A kernel that stores
+with atomic add runs its clusters one after the other in cluster order (`serial`).
 
 Numerics are numpy's (libpypto.runtime.interp): floats compute in float32 and round to the
 destination's dtype, integers in int64; matmul accumulates in float32 (int64 for int8, then
-int32). Every instruction touches only its destination's valid region; a load or store of a
+int32), a bias row is added to the sums before rounding; a store's fixpipe options apply
+relu, then the fp32 scale, then the atomic add, then rounding (saturating into integers).
+A subview tile is a strided view of its parent's bytes. Every instruction touches only its
+destination's valid region; a load or store of a
 box past its tensor's end is an error, never a silent clip. With check=True each cluster is
 also checked by pro_check (the race and sync checker).
 """
