@@ -3,9 +3,8 @@ re-exports them with `pl.jit`). Tracing only: nothing here runs a kernel.
 
 See dsl.py (types, enums, scalars), state.py (sections, block index, pl.range, branches),
 rewrite.py (the AST step), tiles.py (make_tile, make_tile_group, the buffer plan checks),
-ops.py (instructions), system.py (pl.system synchronisation), datatype.py (@pl.jit(datatype=)),
-kernel.py (signature, trace,
-the block-level document).
+ops.py (instructions), system.py (pl.system synchronisation), datatype.py
+(@pl.jit(datatype=)), kernel.py (signature, trace, the block-level document).
 """
 from __future__ import annotations
 
