@@ -325,3 +325,62 @@ def mm_bias_late(a: pl.Tensor[[32, 64], F16], b: pl.Tensor[[64, 32], F16],
         pl.matmul(acc, a0, b0, s0)
         sync(M, FIX)
         pl.store(c, acc, [0, 0])
+
+
+@pl.jit
+def big_bias(a: pl.Tensor[[16, 16], F16], b: pl.Tensor[[16, 512], F16],
+             bias: pl.Tensor[[1, 512], F32], c: pl.Tensor[[16, 512], F32]):
+    """c = a @ b + bias with a [1, 512] fp32 bias row (2 KiB): too big for a2's 1 KiB bias
+    table, fits the 950's 4 KiB."""
+    a1 = pl.make_tile(pl.TileType([16, 16], F16, pl.MemorySpace.Mat), addr=0)
+    b1 = pl.make_tile(pl.TileType([16, 512], F16, pl.MemorySpace.Mat), addr=0x1000)
+    s1 = pl.make_tile(pl.TileType([1, 512], F32, pl.MemorySpace.Mat), addr=0x8000)
+    a0 = pl.make_tile(pl.TileType([16, 16], F16, pl.MemorySpace.Left), addr=0)
+    b0 = pl.make_tile(pl.TileType([16, 512], F16, pl.MemorySpace.Right), addr=0)
+    s0 = pl.make_tile(pl.TileType([1, 512], F32, pl.MemorySpace.Bias), addr=0)
+    acc = pl.make_tile(pl.TileType([16, 512], F32, pl.MemorySpace.Acc), addr=0)
+    with pl.section_cube():
+        pl.load(a1, a, [0, 0])
+        pl.load(b1, b, [0, 0])
+        pl.load(s1, bias, [0, 0])
+        sync(MTE2, MTE1)
+        pl.move(a0, a1)
+        pl.move(b0, b1)
+        pl.move(s0, s1)
+        sync(MTE1, M)
+        pl.matmul(acc, a0, b0, s0)
+        sync(M, FIX)
+        pl.store(c, acc, [0, 0])
+
+
+@pl.jit
+def move_insert(x: pl.Tensor[[8, 32], F32], y: pl.Tensor[[16, 64], F32]):
+    """y = zeros with x placed at [4, 16]: a move whose source is a sub-block of its
+    destination inserts (the reference's move.md)."""
+    big = pl.make_tile(pl.TileType([16, 64], F32, pl.MemorySpace.Vec), addr=0)
+    small = pl.make_tile(pl.TileType([8, 32], F32, pl.MemorySpace.Vec), addr=0x1000)
+    with pl.section_vector():
+        pl.expands(big, 0.0)
+        pl.load(small, x, [0, 0])
+        sync(MTE2, V)
+        pl.move(big, small, offset=[4, 16])
+        sync(V, MTE3)
+        pl.store(y, big, [0, 0])
+
+
+@pl.jit
+def vec_to_mat(x: pl.Tensor[[16, 64], F32], y: pl.Tensor[[16, 64], F32],
+               z: pl.Tensor[[32, 64], F32]):
+    """A whole-tile move Vec -> Mat from the vector section of a mixed kernel (MTE3): both
+    vector cores write the whole shared L1 tile, unordered (a race the checker reports)."""
+    m = pl.make_tile(pl.TileType([16, 64], F32, pl.MemorySpace.Mat), addr=0)
+    with pl.section_vector():
+        a = pl.make_tile(pl.TileType([16, 64], F32, pl.MemorySpace.Vec), addr=0)
+        pl.load(a, x, [0, 0])
+        sync(MTE2, MTE3)
+        pl.move(m, a)
+        pl.store(z, a, [pl.get_subblock_idx() * 16, 0])
+        pl.system.set_cross_core(pipe=MTE3, event_id=0)
+    with pl.section_cube():
+        pl.system.wait_cross_core(pipe=MTE2, event_id=0)
+        pl.load(m, y, [0, 0])

@@ -316,3 +316,38 @@ def test_unsynced_bias_move_is_a_race():
     a, b = rand(32, 64, dtype=np.float16), rand(64, 32, dtype=np.float16)
     with pytest.raises(SyncError, match=r"tmov on MTE1 .* tmatmul on M .*bias bytes"):
         K.mm_bias_late(a, b, rand(1, 32, dtype=np.float16), np.zeros((32, 32), np.float32))
+
+
+def test_bias_capacity_follows_the_arch():
+    from libpypto.driver import pro_trace
+    with pytest.raises(CompileError, match="1024-byte Bias buffer"):
+        pro_trace(K.big_bias)
+    k = pl.jit(arch="a5")(K.big_bias.fn)
+    a, b, bias = rand(16, 16, dtype=np.float16), rand(16, 512, dtype=np.float16), rand(1, 512)
+    c = np.zeros((16, 512), np.float32)
+    k(a, b, bias, c)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32) + bias,
+                               rtol=1e-5, atol=1e-4)
+    assert k.last_doc.attrs["pro"]["buffers"]["bias"] == 4096
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_move_of_a_sub_block_inserts(backend):
+    x, y = rand(8, 32), np.full((16, 64), 5.0, np.float32)
+    _launch(K.move_insert, backend, x, y)
+    want = np.zeros((16, 64), np.float32)
+    want[4:12, 16:48] = x
+    assert np.array_equal(y, want)
+
+
+def test_vec_to_mat_move_is_an_insert_on_mte3():
+    from libpypto.driver import pro_trace
+    doc = pro_trace(K.vec_to_mat)
+    ops = [op for p in doc.body if p.name == "program" for top in p.regions[0]
+           for op in top.walk() if op.name in ("tinsert", "tmov")]
+    assert [(op.name, op.attrs["pipe"]) for op in ops] == [("tinsert", "MTE3")]
+    from libpypto.runtime.pro_check import SyncError
+    x, y, z = rand(16, 64), rand(16, 64), np.zeros((32, 64), np.float32)
+    with pytest.raises(SyncError, match=r"write after write\) on cores 1 and 2: tinsert on "
+                                        r"MTE3 .* tile t0 \(l1 bytes"):
+        K.vec_to_mat[1](x, y, z)   # both vector cores write the cluster's whole L1 tile
