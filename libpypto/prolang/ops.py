@@ -137,15 +137,18 @@ def _box(t, tile: Tile, tensor: TensorView, offsets, what: str, order=None) -> t
 
 def _order(t, what: str, rank: int, order) -> list:
     """The two tensor axes a tile's rows and columns map to (order=; default the last two).
-    Only ascending orders: a descending one (a transposing load) is not built."""
+    A descending order (rows from the later axis) transposes: loads only, as in the
+    reference (store.md allows ascending orders only)."""
     if order is None:
         return [rank - 2, rank - 1]
     o = list(order) if isinstance(order, (list, tuple)) else None
-    if o is None or len(o) != 2 or any(not isinstance(a, int) or not 0 <= a < rank for a in o):
-        raise t.error(f"{what} order= must be two tensor axes in [0, {rank}), not {order!r}")
-    if o[0] >= o[1]:
-        raise t.error(f"{what} order={o}: only ascending orders are supported (a descending "
-                      f"order transposes, which is not built)")
+    if o is None or len(o) != 2 or o[0] == o[1] or \
+            any(not isinstance(a, int) or not 0 <= a < rank for a in o):
+        raise t.error(f"{what} order= must be two distinct tensor axes in [0, {rank}), not "
+                      f"{order!r}")
+    if o[0] > o[1] and not what.startswith("load"):
+        raise t.error(f"{what} order={o}: a store takes ascending orders only (a descending "
+                      f"order transposes, which only loads do)")
     return o
 
 
@@ -158,8 +161,8 @@ def _ordered(attrs: dict, rank: int, t, what: str, order) -> dict:
 
 def load(dst, src, offsets, order=None):
     """pl.load(dst_tile, src_tensor, [row, col], order=None): GM -> Vec/Mat (MTE2), element
-    offsets; order= names the two tensor axes the tile's rows and columns come from
-    (ascending; default the last two)."""
+    offsets; order= names the two tensor axes the tile's rows and columns come from (default
+    the last two; descending, e.g. [1, 0], loads transposed: tile[i, j] = x[.., j, .., i])."""
     t = current()
     dst, src = _tile(t, dst, "load destination"), _tensor(t, src, "load source")
     if dst.type.space not in ("ub", "l1"):

@@ -379,7 +379,9 @@ def _gm(core, op, env):
 def _tload(core, op, env):
     src, r, c = _gm(core, op, env)
     dst = core.vals[op.operands[0]]
-    _put(dst[:r, :c], src.reshape(r, c))
+    a0, a1 = op.attrs.get("order") or (0, 1)
+    box = src.reshape(c, r).T if a0 > a1 else src.reshape(r, c)   # descending: transposed
+    _put(dst[:r, :c], box)
 
 
 def _tstore(core, op, env):

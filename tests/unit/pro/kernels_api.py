@@ -384,3 +384,19 @@ def vec_to_mat(x: pl.Tensor[[16, 64], F32], y: pl.Tensor[[16, 64], F32],
     with pl.section_cube():
         pl.system.wait_cross_core(pipe=MTE2, event_id=0)
         pl.load(m, y, [0, 0])
+
+
+@pl.jit
+def transposed(x: pl.Tensor[[pl.DYNAMIC, 64], F32], y: pl.Tensor[[64, pl.DYNAMIC], F32]):
+    """y = x.T through loads with order=[1, 0] (tile rows from x's columns), 16 x-rows per
+    tile; x's row count is a tail of the last tile."""
+    a = pl.make_tile(pl.TileType([64, 16], F32, pl.MemorySpace.Vec, valid_shape=[-1, -1]),
+                     addr=0)
+    n = x.shape[0]
+    with pl.section_vector():
+        for t in pl.range(pl.get_block_idx(), (n + 15) // 16, pl.get_block_num()):
+            pl.set_validshape(a, [64, pl.min(16, n - t * 16)])
+            pl.load(a, x, [t * 16, 0], order=[1, 0])
+            sync(MTE2, MTE3)
+            pl.store(y, a, [0, t * 16])
+            sync(MTE3, MTE2)
