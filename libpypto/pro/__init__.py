@@ -16,8 +16,9 @@ numbers for the runtime scalars; a TilingData instance last. Launch is synchrono
 host (results are in the arrays when the call returns).
 
 The compile cache (per kernel, in-process) is keyed on the tensors' dtypes, the STATIC
-sizes, the TilingKey values, the datatype= dtype dict, the jit options and the pypto version; DYNAMIC dims, scalars,
-TilingData and block_dim are runtime values and never recompile. `kernel.compiles` counts
+sizes, the TilingKey values, the datatype= dtype dict, the jit options and the pypto
+version; DYNAMIC dims, scalars, TilingData and block_dim are runtime values and never
+recompile. `kernel.compiles` counts
 compiles, `kernel.last_doc` is the last launch's block-level document. The race and sync
 checker runs on every launch (`kernel.check = False`, or `check=False` on
 `kernel.launch(...)`, skips it). `kernel.backend = "c"` runs the kernel's C (compiled once
@@ -33,7 +34,7 @@ from ..errors import RELEASE, UsageError
 from .. import prolang as _lang
 from ..prolang import ProKernel
 from ..prolang.datatype import resolve
-from ..prolang.dsl import DYNAMIC, STATIC
+from ..prolang.dsl import DYNAMIC, STATIC, dtype_named
 
 
 class JitKernel(ProKernel):
@@ -70,7 +71,8 @@ class JitKernel(ProKernel):
     def compile(self, static: dict, key: dict, dtypes: dict | None = None):
         """The document for one signature (cached)."""
         from ..driver import pro_trace
-        dts = tuple(sorted((p, str(d)) for p, d in (dtypes or {}).items()))
+        dts = tuple(sorted((p, getattr(dtype_named(d), "name", str(d)))
+                           for p, d in (dtypes or {}).items()))     # "f16" == pl.DT_FP16
         ck = (tuple(sorted(static.items())), tuple(sorted(key.items())),
               tuple(sorted(self.options.items())), RELEASE, self._dtypes, dts)
         ck = ck + (self.backend,)

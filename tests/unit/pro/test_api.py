@@ -49,6 +49,8 @@ def test_datatype_two_dtypes_in_one_process():
     assert np.array_equal(z, x * y)
     _axpy(np.float32, n=5)                       # cached: a DYNAMIC dim never recompiles
     _axpy(np.float16, n=70, bd=2)
+    x = rand(4, 64, dtype=np.float16)
+    k[None, 1, {"x": "f16", "y": "fp16", "z": "DT_FP16"}](x, x, x.copy())   # names: cached
     assert k.compiles - before == 2
     assert k.last_doc.attrs["pro"]["datatype"] == {"x": "f16", "y": "f16", "z": "f16"}
 
