@@ -98,7 +98,8 @@ def _options(a: dict) -> str:
     if a.get("relu"):
         out.append("relu")
     if "scale" in a:
-        out.append(f"scale {E.to_str(a['scale']) if isinstance(a['scale'], E.Expr) else a['scale']}")
+        s = a["scale"]
+        out.append(f"scale {E.to_str(s) if isinstance(s, E.Expr) else s}")
     if a.get("atomic"):
         out.append(f"atomic {a['atomic']}")
     return f"  ; {', '.join(out)}" if out else ""

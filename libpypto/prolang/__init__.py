@@ -29,7 +29,8 @@ from .tiles import make_tile, make_tile_group, set_validshape
 for _d in _DTYPES.values():
     globals()[_d.api] = _d
 
-__all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluPreMode', 'DN', 'DT_BF16', 'DT_BOOL', 'DT_FP16', 'DT_FP32',
+__all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluPreMode',
+           'DN', 'DT_BF16', 'DT_BOOL', 'DT_FP16', 'DT_FP32',
            'DT_INT16', 'DT_INT32', 'DT_INT64', 'DT_INT8', 'DT_UINT8', 'DYNAMIC',
            'MemorySpace', 'ND', 'NZ', 'PipeType', 'ProKernel', 'STATIC', 'STPhase', 'Scalar',
            'SyncMode', 'Tensor', 'TileLayout', 'TileType', 'TilingKeyField', 'ZN', 'abs',
