@@ -11,14 +11,15 @@ the scalar parameters, the TilingData fields; an int value), F the same scalars 
 address, computed where the tile op stands (a group slot's address is an expression), with
 its bounds checked (a subview: its parent's row stride; an L1 tile of a mixed kernel's
 vector program: the cube core's L1, which the cluster shares). Instructions are loop nests
-over the destination's valid region (rows and columns evaluated at run time): floats
-compute in float and round to the destination's dtype at every instruction, integers in
-int64, as the numpy runner does; matmul sums over k in order. Intra-core syncs, barriers and mutexes are comments (one core's program runs in
-program order); cross-core events are counters of the cluster, and a wait that is not
-satisfied yet switches to the next core of the cluster (ucontext coroutines, the cluster's
-cores on one thread: no deadlock whatever the thread count, and a fixed order). A box past a
-tensor's end, a tile past its buffer or an event id out of range stops the launch with the
-instruction's index (pypto-run names its line); a cross-core deadlock too.
+over the destination's valid region (rows and columns evaluated at run time): floats compute
+in float and round to the destination's dtype at every instruction, integers in int64, as
+the numpy runner does; matmul sums over k in order. Intra-core syncs, barriers and mutexes
+are comments (one core's program runs in program order); cross-core events are counters of
+the cluster, and a wait that is not satisfied yet switches to the next core of the cluster
+(ucontext coroutines, the cluster's cores on one thread: no deadlock whatever the thread
+count, and a fixed order). A box past a tensor's end, a tile past its buffer or an event id
+out of range stops the launch with the instruction's index (pypto-run names its line); a
+cross-core deadlock too.
 
 The launch entry, `pypto_pro_run`, runs block_dim clusters on `threads` POSIX threads.
 """
