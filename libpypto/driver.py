@@ -364,15 +364,22 @@ PRO_ARCH_TARGET = {"a2": "a2", "a3": "a3", "a5": "950", "950": "950"}
 
 
 def pro_trace(k, static: dict | None = None, key: dict | None = None,
-              target=None) -> Document:
+              target=None, dtypes: dict | None = None) -> Document:
     """A Pro kernel (libpypto.prolang.ProKernel) traced into its block-level document for
-    STATIC sizes and TilingKey values, its buffer plan checked against the kernel's arch
-    (default a2) or `target` (--target: a name or a file), verified."""
+    STATIC sizes, TilingKey values and datatype= dtypes (without `dtypes`, the `key` entries
+    that name datatype parameters: pypto-trace --const x=f16), its buffer plan checked
+    against the kernel's arch (default a2) or `target` (--target: a name or a file),
+    verified."""
+    from .prolang.datatype import split_consts
     from .targets import load_target
+    if dtypes is None:
+        key, dtypes = split_consts(k, key or {})
     target = target_for(None, target) if target else \
         load_target(PRO_ARCH_TARGET[k.options["arch"]])
+    from .prolang.dsl import BIAS_BYTES
     buffers = dict(target["buffers"])
-    doc = k.trace(static or {}, key or {}, buffers)
+    buffers.setdefault("bias", BIAS_BYTES.get(target["name"], 4096))
+    doc = k.trace(static or {}, key or {}, buffers, dtypes)
     doc.attrs["target"] = target.record()
     verify_or_raise(doc, "made by the Pro front end")
     return doc

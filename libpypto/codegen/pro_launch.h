@@ -32,7 +32,7 @@ static int pp_run_cluster(pp_cl *cl, int64_t c) {
         co->id = pp_mixed ? k : (pp_vector ? 1 : 0);
         co->g0 = pp_mixed ? (k == 0 ? c : 2 * c + k - 1) : c;
         co->err = co->done = 0;
-        for (int s = 0; s < 5; s++) memset(co->buf[s], 0, (size_t)pp_space_bytes[s]);
+        for (int s = 0; s < PP_NSPACES; s++) memset(co->buf[s], 0, (size_t)pp_space_bytes[s]);
         getcontext(&co->ctx);
         co->ctx.uc_stack.ss_sp = co->stack;
         co->ctx.uc_stack.ss_size = PP_STACK;
@@ -64,7 +64,7 @@ static void *pp_worker(void *arg) {
     for (int k = 0; ok && k < 3; k++) {
         cl->co[k].stack = (char *)malloc(PP_STACK);
         ok = cl->co[k].stack != 0;
-        for (int s = 0; ok && s < 5; s++) {
+        for (int s = 0; ok && s < PP_NSPACES; s++) {
             cl->co[k].buf[s] = (char *)malloc((size_t)pp_space_bytes[s] + 64);
             ok = cl->co[k].buf[s] != 0;
         }
@@ -86,7 +86,7 @@ static void *pp_worker(void *arg) {
     }
     for (int k = 0; cl && k < 3; k++) {
         free(cl->co[k].stack);
-        for (int s = 0; s < 5; s++) free(cl->co[k].buf[s]);
+        for (int s = 0; s < PP_NSPACES; s++) free(cl->co[k].buf[s]);
     }
     free(cl);
     return 0;

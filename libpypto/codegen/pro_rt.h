@@ -4,8 +4,12 @@
 #include <ucontext.h>
 #include <pthread.h>
 
+#define PP_NSPACES 6         /* ub, l1, l0a, l0b, l0c, bias (codegen/pro_c.py SPACES) */
+static inline float pp_relu_f(float x) { return x > 0.0f ? x : 0.0f; }
+static inline int64_t pp_relu_i(int64_t x) { return x > 0 ? x : 0; }
+
 typedef struct pp_co {
-    char *buf[5];            /* ub, l1, l0a, l0b, l0c */
+    char *buf[PP_NSPACES];   /* ub, l1, l0a, l0b, l0c, bias */
     int64_t g0;              /* the block index this core sees */
     int id, err, done;       /* id 0: the cube core of a mixed cluster, 1 and 2: its vectors */
     ucontext_t ctx;

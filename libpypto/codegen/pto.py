@@ -84,6 +84,27 @@ def _tile_name(op, names: dict) -> str:
     return name
 
 
+def _tile_line(op, names: dict) -> str:
+    name, a = _tile_name(op, names), op.attrs
+    stride = f" row stride {a['stride']}" if "stride" in a else ""     # a Pro subview
+    return f".tile {name} : {op.result.type.dtype}{list(op.result.type.shape)}{stride}"
+
+
+def _options(a: dict) -> str:
+    """Pro mode's options of a load, store or move (order, fixpipe relu and scale, atomic)."""
+    out = []
+    if "order" in a:
+        out.append(f"order {a['order']}")
+    if a.get("relu"):
+        out.append("relu")
+    if "scale" in a:
+        s = a["scale"]
+        out.append(f"scale {E.to_str(s) if isinstance(s, E.Expr) else s}")
+    if a.get("atomic"):
+        out.append(f"atomic {a['atomic']}")
+    return f"  ; {', '.join(out)}" if out else ""
+
+
 def _fmt_box(offsets, valid) -> str:
     return "[" + ", ".join(E.to_str(o) for o in offsets) + "] valid [" + \
         ", ".join(E.to_str(v) for v in valid) + "]"
@@ -94,8 +115,7 @@ def _instr(op, names: dict, lines: list, depth: int, notes: LineNotes) -> None:
     n, a = op.name, op.attrs
     lines.extend(f"{ind}; {printable(note)}" for note in notes.notes([op]))
     if n == "tile":
-        name = _tile_name(op, names)
-        lines.append(f"{ind}.tile {name} : {op.result.type.dtype}{list(op.result.type.shape)}")
+        lines.append(f"{ind}{_tile_line(op, names)}")
         return
     if n == "for":
         lines.append(f"{ind}LOOP {a['var']} = {E.to_str(a['start'])} .. {E.to_str(a['stop'])} "
@@ -110,9 +130,9 @@ def _instr(op, names: dict, lines: list, depth: int, notes: LineNotes) -> None:
     pipe = a.get("pipe", "?")
     ops = [names.get(v, getattr(v, "name", "?")) for v in op.operands]
     if n == "tload":
-        text = f"TLOAD {ops[0]}, {ops[1]}{_fmt_box(a['offsets'], a['valid'])}"
+        text = f"TLOAD {ops[0]}, {ops[1]}{_fmt_box(a['offsets'], a['valid'])}{_options(a)}"
     elif n == "tstore":
-        text = f"TSTORE {ops[1]}{_fmt_box(a['offsets'], a['valid'])}, {ops[0]}"
+        text = f"TSTORE {ops[1]}{_fmt_box(a['offsets'], a['valid'])}, {ops[0]}{_options(a)}"
     elif n == "treduce":
         src = op.operands[1].type
         dims = a["dims"]
@@ -125,7 +145,8 @@ def _instr(op, names: dict, lines: list, depth: int, notes: LineNotes) -> None:
         text = f"{mnem} {ops[0]}, {ops[1]}  ; dims {dims}, valid [" + \
             ", ".join(E.to_str(v) for v in a["valid"]) + "]"
     elif n == "tmatmul":
-        text = f"TMATMUL[_ACC] {', '.join(ops)}  ; fresh when {E.to_str(a['init'])}, " \
+        mnem = "TMATMUL_BIAS" if len(ops) == 4 else "TMATMUL[_ACC]"
+        text = f"{mnem} {', '.join(ops)}  ; fresh when {E.to_str(a['init'])}, " \
                f"k valid {E.to_str(a['k_valid'])}"
     elif n in _MOVES:
         extra = f"  ; offsets [{', '.join(E.to_str(o) for o in a['offsets'])}]" \

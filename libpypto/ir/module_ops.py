@@ -80,6 +80,7 @@ PRO = DictOf({
     "buffers": attr(BUFFERS),
     "options": attr(MapOf(Ident(), Anything())),
     "tiling_key": attr(MapOf(Ident(), OneOf(Num(), Bool(), Text(), Null()))),
+    "datatype": opt(MapOf(Ident(), Str(*DTYPES))),     # @pl.jit(datatype=): param -> dtype
 })
 SYMBOL = DictOf({"kind": attr(Str("dynamic", "named", "static")),
                  "dims": attr(ListOf(Tuple(Ident(), NAT))), "value": opt(NAT)})

@@ -19,7 +19,7 @@ from .opdef import (EXPR, EXPRS, INTS, NAT, PIPE, Bool, DictOf, Ex, Ident, Int, 
 from .types import BOOL, I64, TileType
 
 CUBE_SPACES = {"tload": ({"ub", "l1"}, None), "textract": ({"l0a", "l0b"}, {"l1"}),
-               "tmatmul": ({"l0c"}, {"l0a", "l0b"}), "tstore": (None, {"ub", "l0c"})}
+               "tmatmul": ({"l0c"}, {"l0a", "l0b", "bias"}), "tstore": (None, {"ub", "l0c"})}
 
 
 # -- pipes ------------------------------------------------------------------------------------
@@ -32,7 +32,13 @@ def _pipe_tmov(op) -> str:
     src, dst = op.operands[1].type.space, op.operands[0].type.space
     if src == "l0c":
         return "FIX"
-    return "MTE1" if dst in ("l0a", "l0b") else "V"
+    return "MTE1" if dst in ("l0a", "l0b", "bias") else "V"
+
+
+def _pipe_tinsert(op) -> str:
+    if op.operands[0].type.space == "l1":
+        return "MTE3"                   # UB -> L1 (Pro's insert into Mat)
+    return _pipe_vector(op)
 
 
 def _pipe_vector(op) -> str:
@@ -132,7 +138,11 @@ def v_tinsert(op, err) -> None:
 
 
 def v_tmatmul(op, err) -> None:
-    acc, a, b = (v.type for v in op.operands)
+    acc, a, b = (v.type for v in op.operands[:3])
+    if len(op.operands) == 4:           # Pro mode's bias: a [1, N] row of the acc dtype
+        bias = op.operands[3].type
+        if bias.shape != (1, acc.shape[-1]) or bias.dtype != acc.dtype:
+            err(f"tmatmul bias {bias} for a {acc} accumulator")
     if acc.rank != 2 or a.rank != 2 or b.rank != 2 or a.shape[1] != b.shape[0] or \
             acc.shape != (a.shape[0], b.shape[1]):
         err(f"tmatmul of {a} by {b} into {acc}")
@@ -224,7 +234,12 @@ def v_tscatter(op, err) -> None:
 TL, GM = "tile", "tensor"
 W = ("tile",)
 PIPED = {"pipe": opt(PIPE)}
-BOX = {"offsets": attr(EXPRS), "valid": attr(EXPRS), **PIPED}
+BOX = {"offsets": attr(EXPRS), "valid": attr(EXPRS), **PIPED,
+       # Pro mode: the tensor axes of the tile's rows and columns (default the last two)
+       "order": opt(INTS)}
+# Pro mode's fixpipe options on a store from Acc (relu, then scale in fp32, then
+# rounding, saturating into an integer dtype) and a store's atomic add into GM
+FIXPIPE = {"relu": opt(Bool()), "scale": opt(Ex(num=True))}
 REGION = DictOf({"region_offsets": attr(EXPRS), "region_shape": attr(EXPRS)})
 VALID = {"valid": attr(EXPRS)}
 # Pro mode (libpypto.prolang) stamps the destination's valid region on the instructions that
@@ -249,24 +264,27 @@ def _elementwise(d: O.Elementwise) -> OpDef:
 DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
     # addr: a byte offset; Pro mode may make it an expression (a tile group's slot chosen at
     # run time) and names the tile (name) for its messages
-    OpDef("tile", W, (), 0, (TL,), 0, {"addr": opt(EXPR), "name": opt(Ident())}, None,
-          {"c": "i_tile"}),
+    # stride: a Pro subview's row stride in elements (its parent's columns; default its own)
+    OpDef("tile", W, (), 0, (TL,), 0, {"addr": opt(EXPR), "name": opt(Ident()),
+                                        "stride": opt(NAT)}, None, {"c": "i_tile"}),
     OpDef("arg", W, (), 0, (GM,), 0, {"index": attr(NAT)}, None, {}),
     OpDef("for", W, (), 0, (), 1, {"var": attr(Ident()), "start": attr(EXPR),
                                    "stop": attr(EXPR), "step": attr(EXPR)}, None,
           {"c": "i_for"}),
     _i("tload", (TL, GM), BOX, v_copy_gm, "MTE2", "TLOAD"),
-    _i("tstore", (TL, GM), BOX, v_copy_gm, _pipe_tstore, "TSTORE", writes=()),
+    _i("tstore", (TL, GM), {**BOX, **FIXPIPE, "atomic": opt(Str("add"))}, v_copy_gm,
+       _pipe_tstore, "TSTORE", writes=()),
     _i("tmov", (TL, TL), dict(PRO_VALID), v_same_size, _pipe_tmov, "TMOV", numpy="tcopy"),
     _i("tcvt", (TL, TL), {"mode": opt(Str("rint", "round", "floor", "ceil", "trunc", "odd")),
                           "sat": opt(Bool()), **PRO_VALID}, v_same_size, _pipe_vector, "TCVT"),
     _i("treshape", (TL, TL), {}, v_same_size, _pipe_vector, "TRESHAPE", numpy="tcopy"),
     _i("textract", (TL, TL), {"offsets": attr(EXPRS), "trans": opt(Bool()), **PRO_VALID}, v_textract,
        "MTE1", "TEXTRACT"),
-    _i("tinsert", (TL, TL), {"offsets": attr(EXPRS), **PRO_VALID}, v_tinsert, _pipe_vector,
+    _i("tinsert", (TL, TL), {"offsets": attr(EXPRS), **PRO_VALID}, v_tinsert, _pipe_tinsert,
        "TINSERT", reads_dest=(0,)),
-    _i("tmatmul", (TL, TL, TL), {"init": attr(EXPR), "k_valid": attr(EXPR), **PRO_VALID}, v_tmatmul, "M",
-       "TMATMUL", reads_dest=(0,)),
+    # an optional 4th operand (Pro mode): a bias row added to the products (TMATMUL_BIAS)
+    _i("tmatmul", (TL, TL, TL, TL), {"init": attr(EXPR), "k_valid": attr(EXPR), **PRO_VALID},
+       v_tmatmul, "M", "TMATMUL", reads_dest=(0,), optional=1),
     _i("treduce", (TL, TL), {"kind": attr(Str("sum", "prod", "max", "min")),
                              "dims": attr(INTS), **VALID}, v_treduce, _pipe_vector, "TREDUCE"),
     _i("texpands", (TL,), {"value": attr(Ex(num=True)), **PRO_VALID}, None, _pipe_vector, "TEXPANDS"),

@@ -72,7 +72,7 @@ def from_numpy(np_dtype) -> DType:
 
 # Memory spaces, as in PTO: GM (HBM), UB (vector buffer), L1, L0A, L0B, L0C; "any" until
 # assign-memory has placed a tile
-SPACES = ("gm", "ub", "l1", "l0a", "l0b", "l0c", "any")
+SPACES = ("gm", "ub", "l1", "l0a", "l0b", "l0c", "bias", "any")   # bias: Pro's bias table
 
 
 @dataclass(frozen=True)

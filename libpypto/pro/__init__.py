@@ -8,14 +8,17 @@
     vadd[None, 8](x, y, z)             # [stream, block_dim]; stream is accepted, may be None
     attn[None, 4, {"Causal": 1}](...)  # [stream, block_dim, TilingKey values]
     vadd(x, y, z)                      # block_dim 1
+    k[None, 4, {"x": pl.DT_FP16}](...) # @pl.jit(datatype=...): [stream, block_dim, dtypes]
+    k[None, 4, key, dtypes](...)       #   with a TilingKey too (prolang/datatype.py)
 
 Arguments: numpy arrays (anything numpy.asarray takes) for the tensors, in order; Python
 numbers for the runtime scalars; a TilingData instance last. Launch is synchronous on the
 host (results are in the arrays when the call returns).
 
 The compile cache (per kernel, in-process) is keyed on the tensors' dtypes, the STATIC
-sizes, the TilingKey values, the jit options and the pypto version; DYNAMIC dims, scalars,
-TilingData and block_dim are runtime values and never recompile. `kernel.compiles` counts
+sizes, the TilingKey values, the datatype= dtype dict, the jit options and the pypto
+version; DYNAMIC dims, scalars, TilingData and block_dim are runtime values and never
+recompile. `kernel.compiles` counts
 compiles, `kernel.last_doc` is the last launch's block-level document. The race and sync
 checker runs on every launch (`kernel.check = False`, or `check=False` on
 `kernel.launch(...)`, skips it). `kernel.backend = "c"` runs the kernel's C (compiled once
@@ -30,7 +33,8 @@ from ..analysis.bind import check_array
 from ..errors import RELEASE, UsageError
 from .. import prolang as _lang
 from ..prolang import ProKernel
-from ..prolang.dsl import DYNAMIC, STATIC
+from ..prolang.datatype import resolve
+from ..prolang.dsl import DYNAMIC, STATIC, dtype_named
 
 
 class JitKernel(ProKernel):
@@ -49,24 +53,32 @@ class JitKernel(ProKernel):
     def __getitem__(self, item):
         item = item if isinstance(item, tuple) else (item,)
         if len(item) == 1:
-            return _Launch(self, None, item[0], None)
-        if len(item) in (2, 3):
-            return _Launch(self, item[0], item[1], item[2] if len(item) == 3 else None)
-        raise UsageError(f"{self.name}[...] takes [block_dim], [stream, block_dim] or "
-                         f"[stream, block_dim, tiling_key_dict], not {len(item)} items")
+            return _Launch(self, None, item[0], None, None)
+        if len(item) == 2:
+            return _Launch(self, item[0], item[1], None, None)
+        if len(item) == 3 and self.datatype and not self.key_fields:
+            return _Launch(self, item[0], item[1], None, item[2])
+        if len(item) == 3 or (len(item) == 4 and self.datatype):
+            return _Launch(self, item[0], item[1], item[2], item[3] if len(item) == 4 else None)
+        raise UsageError(f"{self.name}[...] takes [block_dim], [stream, block_dim], "
+                         f"[stream, block_dim, tiling_key_dict or dtype_dict] or "
+                         f"[stream, block_dim, tiling_key_dict, dtype_dict], not {len(item)} "
+                         f"items")
 
     def __call__(self, *args):
         return self.launch(args, 1)
 
-    def compile(self, static: dict, key: dict):
+    def compile(self, static: dict, key: dict, dtypes: dict | None = None):
         """The document for one signature (cached)."""
         from ..driver import pro_trace
+        dts = tuple(sorted((p, getattr(dtype_named(d), "name", str(d)))
+                           for p, d in (dtypes or {}).items()))     # "f16" == pl.DT_FP16
         ck = (tuple(sorted(static.items())), tuple(sorted(key.items())),
-              tuple(sorted(self.options.items())), RELEASE, self._dtypes)
+              tuple(sorted(self.options.items())), RELEASE, self._dtypes, dts)
         ck = ck + (self.backend,)
         doc = self._cache.get(ck)
         if doc is None:
-            doc = pro_trace(self, static, key)
+            doc = pro_trace(self, static, key, dtypes=dtypes)
             if self.backend == "c":
                 from ..driver import pro_code
                 doc = pro_code(doc)
@@ -74,21 +86,23 @@ class JitKernel(ProKernel):
             self.compiles += 1
         return doc
 
-    def launch(self, args: tuple, block_dim, key: dict | None = None, check: bool | None = None):
+    def launch(self, args: tuple, block_dim, key: dict | None = None, check: bool | None = None,
+               dtypes: dict | None = None):
         from ..driver import pro_launch
         from ..ir.core import Loc
         where = Loc(self.file, self.fn.__code__.co_firstlineno)   # launch errors name the def
         if not isinstance(block_dim, int) or isinstance(block_dim, bool) or block_dim < 1:
             raise UsageError(f"{self.name}: block_dim must be an int >= 1, not {block_dim!r}",
                              where)
+        consts = self.check_dtypes(dtypes)
         try:
-            arrays, scalars, static = bind_args(self, args)
+            arrays, scalars, static = bind_args(self, args, consts)
         except UsageError as exc:
             exc.loc = exc.loc or where
             raise
         key = self.check_key(key)
         self._dtypes = tuple((n, str(a.dtype)) for n, a in arrays.items())
-        doc = self.compile(static, key)
+        doc = self.compile(static, key, dtypes if self.datatype else None)
         self.last_doc = doc
         work = {n: _contiguous(a) for n, a in arrays.items()}
         out = pro_launch(doc, work, scalars, block_dim, self.threads,
@@ -100,14 +114,15 @@ class JitKernel(ProKernel):
 
 
 class _Launch:
-    def __init__(self, k: JitKernel, stream, block_dim, key):
+    def __init__(self, k: JitKernel, stream, block_dim, key, dtypes):
         self.k, self.stream, self.block_dim, self.key = k, stream, block_dim, key
+        self.dtypes = dtypes
         if key is not None and not isinstance(key, dict):
             raise UsageError(f"{k.name}[stream, block_dim, key]: the key must be a dict of "
                              f"TilingKey field values, not {key!r}")
 
     def __call__(self, *args):
-        return self.k.launch(args, self.block_dim, self.key)
+        return self.k.launch(args, self.block_dim, self.key, dtypes=self.dtypes)
 
 
 def jit(fn=None, **options):
@@ -118,8 +133,9 @@ def jit(fn=None, **options):
     return JitKernel(fn)
 
 
-def bind_args(k: ProKernel, args: tuple) -> tuple:
-    """(arrays by name, program scalars by name, STATIC sizes) of a launch's arguments."""
+def bind_args(k: ProKernel, args: tuple, consts: dict | None = None) -> tuple:
+    """(arrays by name, program scalars by name, STATIC sizes) of a launch's arguments;
+    consts: the datatype= variables' dtypes (the tensors must have them)."""
     import numpy as np
     params = k.params
     if len(args) != len(params):
@@ -129,7 +145,7 @@ def bind_args(k: ProKernel, args: tuple) -> tuple:
     for p, a in zip(params, args):
         if p.kind == "tensor":
             arr = a if isinstance(a, np.ndarray) else np.asarray(a)
-            _check_tensor(k, p, arr)
+            _check_tensor(k, p, arr, consts or {})
             arrays[p.name] = arr
             for axis, d in enumerate(p.spec.shape):
                 if d is STATIC:
@@ -145,9 +161,9 @@ def bind_args(k: ProKernel, args: tuple) -> tuple:
     return arrays, scalars, static
 
 
-def _check_tensor(k, p, arr) -> None:
+def _check_tensor(k, p, arr, consts: dict) -> None:
     spec = p.spec
-    check_array(k.name, p.name, arr, spec.dtype, len(spec.shape))
+    check_array(k.name, p.name, arr, resolve(spec, consts), len(spec.shape))
     for axis, (d, n) in enumerate(zip(spec.shape, arr.shape)):
         if isinstance(d, int) and d != n:
             raise UsageError(f"{k.name}(): {p.name} dim {axis} is {n}, the kernel declares {d}")

@@ -3,14 +3,15 @@ re-exports them with `pl.jit`). Tracing only: nothing here runs a kernel.
 
 See dsl.py (types, enums, scalars), state.py (sections, block index, pl.range, branches),
 rewrite.py (the AST step), tiles.py (make_tile, make_tile_group, the buffer plan checks),
-ops.py (instructions), system.py (pl.system synchronisation), kernel.py (signature, trace,
-the block-level document).
+ops.py (instructions), system.py (pl.system synchronisation), datatype.py
+(@pl.jit(datatype=)), kernel.py (signature, trace, the block-level document).
 """
 from __future__ import annotations
 
 from . import system
 from .dsl import (DN, DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DYNAMIC,
-                  ND, NZ, STATIC, ZN, AccPhase, CrossCoreSyncMode, MemorySpace, PipeType,
+                  ND, NZ, STATIC, ZN, AccPhase, AccToVecMode, AtomicType, CrossCoreSyncMode,
+                  MemorySpace, PipeType, ReluPreMode,
                   Scalar, STPhase, SyncMode, Tensor, TileLayout, TileType, TilingKeyField,
                   max, min)
 from .dsl import DTYPES as _DTYPES
@@ -28,7 +29,8 @@ from .tiles import make_tile, make_tile_group, set_validshape
 for _d in _DTYPES.values():
     globals()[_d.api] = _d
 
-__all__ = ['AccPhase', 'CrossCoreSyncMode', 'DN', 'DT_BF16', 'DT_BOOL', 'DT_FP16', 'DT_FP32',
+__all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluPreMode',
+           'DN', 'DT_BF16', 'DT_BOOL', 'DT_FP16', 'DT_FP32',
            'DT_INT16', 'DT_INT32', 'DT_INT64', 'DT_INT8', 'DT_UINT8', 'DYNAMIC',
            'MemorySpace', 'ND', 'NZ', 'PipeType', 'ProKernel', 'STATIC', 'STPhase', 'Scalar',
            'SyncMode', 'Tensor', 'TileLayout', 'TileType', 'TilingKeyField', 'ZN', 'abs',

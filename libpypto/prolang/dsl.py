@@ -5,8 +5,10 @@ Names and argument orders follow PyPTO Pro (`pypto_pro.language`, reference page
 Choices where the reference is silent (also in the README, "Pro mode"):
 
 - `MemorySpace` maps to the block level's spaces: Vec -> ub, Mat -> l1, Left -> l0a,
-  Right -> l0b, Acc -> l0c. `Bias`, `Scaling`, `ScaleLeft`, `ScaleRight` exist as names but
-  a tile in them is refused (not built yet).
+  Right -> l0b, Acc -> l0c, Bias -> bias (the bias table: [1, N] fp32/int32 tiles, 32-byte
+  aligned, 1 KiB on a2/a3 and 4 KiB on the 950: BIAS_BYTES). `Scaling`, `ScaleLeft`,
+  `ScaleRight` exist as names but a tile in them is refused (not built yet).
+- `ReluPreMode`, `AtomicType`, `AccToVecMode`: the options of pl.store / pl.move (ops.py).
 - Layouts (ND, DN, NZ, ZN) are recorded and checked, never change the numbers: on the host a
   tile is stored row-major whatever its layout (a fractal layout is an address pattern of the
   hardware, not a value). DN marks a column tile ([R, 1]); the 32-byte alignment rule then
@@ -87,6 +89,26 @@ class STPhase(enum.Enum):
     Final = "Final"
 
 
+class ReluPreMode(enum.Enum):
+    """relu_pre_mode= of pl.store / pl.move from Acc (the fixpipe's ReLU)."""
+    NormalRelu = "NormalRelu"
+
+
+class AtomicType(enum.Enum):
+    """atomic= of pl.store: overwrite (AtomicNone) or add into GM (AtomicAdd)."""
+    AtomicNone = "AtomicNone"
+    AtomicAdd = "AtomicAdd"
+
+
+class AccToVecMode(enum.Enum):
+    """acc_to_vec_mode= of pl.move Acc -> Vec (A5's direct AIC -> AIV path; refused on the
+    host, see ops.move)."""
+    SingleModeVec0 = "SingleModeVec0"
+    SingleModeVec1 = "SingleModeVec1"
+    DualModeSplitM = "DualModeSplitM"
+    DualModeSplitN = "DualModeSplitN"
+
+
 class CrossCoreSyncMode(enum.Enum):
     INTER_BLOCK = "INTER_BLOCK"
     INTER_SUBBLOCK = "INTER_SUBBLOCK"
@@ -97,9 +119,13 @@ class CrossCoreSyncMode(enum.Enum):
 SyncMode = CrossCoreSyncMode
 
 # byte alignment of a tile address per space (make_tile.md)
-ALIGN = {"ub": 32, "l1": 32, "l0a": 512, "l0b": 512, "l0c": 64}
+# (Bias: the bias table, 32 B as every on-chip buffer in buffer_limits.hpp; hardware-model.md)
+ALIGN = {"ub": 32, "l1": 32, "l0a": 512, "l0b": 512, "l0c": 64, "bias": 32}
 DEFAULT_LAYOUT = {"ub": TileLayout.ND, "l1": TileLayout.NZ, "l0a": TileLayout.NZ,
-                  "l0b": TileLayout.ZN, "l0c": TileLayout.NZ}
+                  "l0b": TileLayout.ZN, "l0c": TileLayout.NZ, "bias": TileLayout.ND}
+# the bias table's bytes per arch (hardware-model.md: 1 KiB on A2/A3, 4 KiB on the 950): the
+# target files do not list it (Tensor mode never uses it), so Pro mode adds it
+BIAS_BYTES = {"a2": 1024, "a3": 1024, "950": 4096}
 
 
 class TileType:
@@ -119,7 +145,11 @@ class TileType:
                                f"{target_memory!r}")
         if target_memory.value not in ALIGN:
             raise CompileError(f"tiles in MemorySpace.{target_memory.name} are not supported "
-                               f"yet (use Vec, Mat, Left, Right or Acc)")
+                               f"yet (use Vec, Mat, Left, Right, Acc or Bias)")
+        if target_memory is MemorySpace.Bias and (shape[0] != 1 or dtype.name not in
+                                                   ("f32", "i32")):
+            raise CompileError(f"a Bias tile is one row of the accumulator's dtype: [1, N] "
+                               f"fp32 or int32, not {list(shape)} {dtype}")
         self.shape, self.dtype, self.space = tuple(shape), dtype, target_memory.value
         self.memory = target_memory
         self.valid_shape = None if valid_shape is None else list(valid_shape)
@@ -143,8 +173,34 @@ class TileType:
                 f"MemorySpace.{self.memory.name}, layout={self.layout.name})")
 
 
+class DTypeVar:
+    """A dtype variable of `@pl.jit(datatype={param: "T"})` in a parameter annotation:
+    `pl.Tensor[[dims], "T"]` (or `T` under `from __future__ import annotations`). The launch's
+    dtype dict gives its value; in the body the name T is that pl.DT_* dtype."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def dtype_named(v):
+    """A pl.DT_* dtype from a dtype, or a name: "f16", "fp16", "DT_FP16" (None if not one)."""
+    if isinstance(v, DType):
+        return v
+    if not isinstance(v, str):
+        return None
+    low = v.lower().removeprefix("pl.").removeprefix("dt_")
+    for d in DTYPES.values():
+        if low in (d.name, d.api.lower().removeprefix("dt_")):
+            return d
+    return None
+
+
 class TensorSpec:
-    """A GM tensor parameter: pl.Tensor[[dims], dtype]; dims int, pl.DYNAMIC or pl.STATIC."""
+    """A GM tensor parameter: pl.Tensor[[dims], dtype]; dims int, pl.DYNAMIC or pl.STATIC;
+    dtype a pl.DT_* dtype or a datatype= variable (a name string or a DTypeVar)."""
 
     def __init__(self, shape, dtype):
         if not isinstance(shape, (list, tuple)) or not shape:
@@ -153,8 +209,11 @@ class TensorSpec:
         for d in shape:
             if not ((isinstance(d, int) and d > 0) or d is DYNAMIC or d is STATIC):
                 raise TypeError(f"bad dim {d!r}: use a positive int, pl.DYNAMIC or pl.STATIC")
-        if not isinstance(dtype, DType):
-            raise TypeError(f"bad dtype {dtype!r}: use pl.DT_FP32 and friends")
+        if isinstance(dtype, str) and dtype.isidentifier():
+            dtype = DTypeVar(dtype)
+        if not isinstance(dtype, (DType, DTypeVar)):
+            raise TypeError(f"bad dtype {dtype!r}: use pl.DT_FP32 and friends, or the name of "
+                            f"a @pl.jit(datatype=...) variable")
         self.shape, self.dtype = list(shape), dtype
 
     def __repr__(self) -> str:

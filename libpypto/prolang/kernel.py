@@ -5,7 +5,8 @@ runtime scalars annotated with a dtype (`n: pl.DT_INT32`), and at most one Tilin
 dataclass, last. A TilingKey class (`@pl.jit(tiling_key=Key)`) has `pl.TilingKeyField`
 attributes, in class order; each field's launch value is a compile-time constant named by
 the field in the body, and `is_valid(self, key)` (key: the dict of values) may refuse
-combinations.
+combinations. `@pl.jit(datatype={param: var})` (datatype.py) makes tensor dtypes launch-time
+constants, bound in the body like TilingKey fields.
 
 The document (level "exec", so every later tool takes it; `pypto-lower` verifies it and
 passes it through): a `source` holding only the tensor params, a `gm` per tensor, one
@@ -29,8 +30,9 @@ from ..errors import CompileError, PyptoError
 from ..ir import expr as E
 from ..ir.core import Document, Loc, make
 from ..ir.types import DType, TensorType
+from . import datatype as dtv
 from . import state
-from .dsl import STATIC, DYNAMIC, Scalar, TensorSpec, TilingKeyField
+from .dsl import STATIC, DYNAMIC, DTypeVar, Scalar, TensorSpec, TilingKeyField
 from .ops import TensorView
 from .rewrite import rewrite
 from .tiles import check_overlaps
@@ -53,8 +55,9 @@ class ProKernel:
         self.file = os.path.basename(fn.__code__.co_filename)
         if arch is not None and arch not in ARCHS:
             raise CompileError(f"@pl.jit arch={arch!r}: use a2, a3 or a5 (the 950)")
-        if datatype is not None or pipeline is not None:
-            raise CompileError("@pl.jit datatype= and pipeline= are not built yet")
+        if pipeline is not None:
+            raise CompileError("@pl.jit pipeline= (automatic pipelining) is not built yet")
+        self.datatype = dtv.schema(datatype)
         self.options = {"auto_mutex": bool(auto_mutex), "arch": arch or "a2",
                         "name": self.name}
         self.key_class = tiling_key
@@ -64,7 +67,9 @@ class ProKernel:
     @property
     def params(self) -> list:
         if self._params is None:
-            self._params = _signature(self.fn)
+            params = _signature(self.fn, self.datatype)
+            dtv.check_context(self, params)
+            self._params = params
         return self._params
 
     @property
@@ -102,18 +107,31 @@ class ProKernel:
                                f"{self.key_class.__name__}.is_valid")
         return key
 
-    def trace(self, static: dict, key: dict, target_buffers: dict) -> Document:
-        """The block-level document for STATIC sizes `static` ({param_axis: n}) and the
-        TilingKey values `key`."""
+    def check_dtypes(self, dtypes) -> dict:
+        """A launch's dtype dict, checked: {datatype variable: pl.DT_*} (datatype.py)."""
+        try:
+            self.params
+            return dtv.launch_consts(self, dtypes)
+        except CompileError as exc:
+            exc.loc = exc.loc or Loc(self.file, self.fn.__code__.co_firstlineno)
+            raise
+
+    def trace(self, static: dict, key: dict, target_buffers: dict,
+              dtypes: dict | None = None) -> Document:
+        """The block-level document for STATIC sizes `static` ({param_axis: n}), the
+        TilingKey values `key` and the datatype= launch dict `dtypes` ({param: pl.DT_*})."""
         key = self.check_key(key)
+        dts = self.check_dtypes(dtypes)
         sections = _sections(self.fn)
         t = state.Trace(self, _source_file(self.fn), target_buffers,
                         {"vector", "cube"} <= sections, bool(sections),
                         self.options["auto_mutex"])
-        args, scalars = self._trace_args(static)
+        t.dtypes = dts
+        args, scalars = self._trace_args(static, dts)
+        t.scalar_dtypes = dict(scalars)
         helpers = {"__pl_branch": state.branch, "__pl_ifexp": state.ifexp,
                    "__pl_logic": state.logical}
-        fn, t.source_file = rewrite(self.fn, self.file, helpers, key)
+        fn, t.source_file = rewrite(self.fn, self.file, helpers, {**key, **dts})
         state._STATE.append(t)
         try:
             fn(*args)
@@ -128,6 +146,8 @@ class ProKernel:
             state._STATE.pop()
         if not t.programs:
             raise CompileError(f"kernel {self.name} has no tile instructions", None)
+        if not any(x.type.space == "bias" for x in t.tiles):
+            target_buffers = {s: n for s, n in target_buffers.items() if s != "bias"}
         doc = _document(self, t, scalars, key, target_buffers)
         for p in self.tensors:              # STATIC sizes: symbols with their value
             for axis, d in enumerate(p.spec.shape):
@@ -137,7 +157,7 @@ class ProKernel:
                                                  "value": int(static[sym])}
         return doc
 
-    def _trace_args(self, static: dict) -> tuple:
+    def _trace_args(self, static: dict, dts: dict) -> tuple:
         args, scalars = [], [(state.BLOCK_NUM, "i64")]
         for p in self.params:
             if p.kind == "tensor":
@@ -154,7 +174,7 @@ class ProKernel:
                         dims.append(int(static[sym]))
                     else:
                         dims.append(d)
-                args.append(TensorView(p.name, p.spec.dtype, dims, p.index))
+                args.append(TensorView(p.name, dtv.resolve(p.spec, dts), dims, p.index))
             elif p.kind == "scalar":
                 scalars.append((p.name, p.spec.name))
                 args.append(Scalar(E.sym(p.name)))
@@ -192,15 +212,19 @@ def _key_fields(cls) -> list:
     return fields
 
 
-def _signature(fn) -> list:
+def _signature(fn, datatype=None) -> list:
+    names_ = {v: DTypeVar(v) for v in (datatype or {}).values()}
     try:
-        ann = inspect.get_annotations(fn, eval_str=True)
+        ann = inspect.get_annotations(fn, eval_str=True, locals=names_)
     except Exception as exc:
         raise CompileError(f"kernel {fn.__name__}: cannot read its annotations ({exc})") from None
     out = []
     names = list(inspect.signature(fn).parameters)
     for i, name in enumerate(names):
         a = ann.get(name)
+        if isinstance(a, DTypeVar):
+            raise CompileError(f"kernel {fn.__name__}: scalar parameter {name} cannot take a "
+                               f"datatype variable (scalars have fixed dtypes)")
         if isinstance(a, TensorSpec):
             kind = "tensor"
         elif isinstance(a, DType):
@@ -263,9 +287,10 @@ def _document(k: ProKernel, t, scalars: list, key: dict, buffers: dict) -> Docum
     for p in k.tensors:
         shape = _shape_of(p, t)
         role = "output" if p.name in written else "input"
-        params.append(make("param", (), (TensorType(p.spec.dtype, shape),),
+        dt = dtv.resolve(p.spec, t.dtypes)
+        params.append(make("param", (), (TensorType(dt, shape),),
                            {"index": p.index, "role": role}, names=[p.name]))
-        gms.append(make("gm", (), (TensorType(p.spec.dtype, shape),),
+        gms.append(make("gm", (), (TensorType(dt, shape),),
                         {"index": p.index, "param": p.name, "role": role}, names=[p.name]))
     body = [make("source", regions=[params])] + gms
     for i, core in enumerate(c for c in ("cube", "vector") if c in t.programs):
@@ -284,6 +309,9 @@ def _document(k: ProKernel, t, scalars: list, key: dict, buffers: dict) -> Docum
              "pro": {"mixed": t.mixed, "scalars": [[n, d] for n, d in scalars],
                      "buffers": dict(buffers), "options": dict(k.options),
                      "tiling_key": dict(key)}}
+    if k.datatype:
+        attrs["pro"]["datatype"] = {p: dtv.resolve(q.spec, t.dtypes).name
+                                    for q in k.tensors for p in [q.name] if p in k.datatype}
     return Document("exec", body, attrs)
 
 
@@ -306,7 +334,8 @@ def _program(k, prog, name: str, scalars: list, t):
     for p in tensors:
         op = prog.args.get(p.name)
         if op is None:
-            view = TensorView(p.name, p.spec.dtype, list(_shape_of(p, t)), p.index)
+            view = TensorView(p.name, dtv.resolve(p.spec, t.dtypes), list(_shape_of(p, t)),
+                              p.index)
             op = make("arg", (), (view.ir_type(),), {"index": p.index}, names=[p.name])
         args.append(op)
     region = args + prog.hoisted + prog.body

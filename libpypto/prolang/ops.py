@@ -18,16 +18,19 @@ Names and argument orders are Pro's (`pypto_pro.language._api`); choices:
   (DN) operand along each row, dim=1 a [1, C] operand down each column.
 - a DN tile is a column tile: elementwise ops take it only with other DN tiles of its shape.
 - matmul_acc(dst, acc, ...) needs dst and acc to be the same tile (an in-place
-  accumulator); bias tiles are not built yet.
+  accumulator); matmul(dst, lhs, rhs, bias) adds a [1, N] Bias tile (Mat -> Bias by move).
+- store / move options and subview: see their docstrings (fixpipe relu and scale from Acc,
+  atomic add into GM, order=, insert into Mat).
 Everything touches only the destination's valid region; loads and stores move only the
 valid region of the tile, and the runner refuses a box past the tensor's end.
 """
 from __future__ import annotations
 
+from ..ir import expr as E
 from ..ir.core import make
 from ..ir.defs import pipe_of
 from ..ir.types import BOOL, TensorType
-from .dsl import TileLayout, expr_of
+from .dsl import AtomicType, ReluPreMode, Scalar, TileLayout, expr_of
 from .state import current
 from .tiles import Tile
 
@@ -37,7 +40,8 @@ VECTOR_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximu
                  "minimum": "minimum", "and_": "bitwise_and", "or_": "bitwise_or",
                  "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
 COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
-SPACE_NAME = {"ub": "Vec", "l1": "Mat", "l0a": "Left", "l0b": "Right", "l0c": "Acc"}
+SPACE_NAME = {"ub": "Vec", "l1": "Mat", "l0a": "Left", "l0b": "Right", "l0c": "Acc",
+              "bias": "Bias"}
 
 
 class TensorView:
@@ -76,9 +80,11 @@ def _tensor(t, v, what: str) -> TensorView:
     return v
 
 
-def _section_of(t, tiles) -> None:
+def _section_of(t, tiles, name: str = "") -> None:
     core = t.section or ("vector" if not t.sections else None)
-    for x in tiles:
+    for i, x in enumerate(tiles):
+        if name == "tinsert" and i == 0 and x.type.space == "l1" and t.mixed:
+            continue        # UB -> L1 insert: the vector cores write the cluster's L1
         if core == "vector" and x.type.space != "ub":
             raise t.error(f"tile {x.name} is in {SPACE_NAME[x.type.space]} (cube memory): "
                           f"use it inside pl.section_cube()")
@@ -91,7 +97,7 @@ def emit(name: str, operands: list, attrs: dict):
     """One instruction on the pipe its definition gives, wrapped in the auto-mutex locks of
     the tile-group slots it touches."""
     t = current()
-    _section_of(t, [o for o in operands if isinstance(o, Tile)])
+    _section_of(t, [o for o in operands if isinstance(o, Tile)], name)
     vals = [o.value(t) for o in operands]
     op = make(name, vals, (), attrs, None, t.loc())
     op.attrs["pipe"] = pipe_of(op)
@@ -114,7 +120,7 @@ def emit(name: str, operands: list, attrs: dict):
 
 # -- data movement ----------------------------------------------------------------------------
 
-def _box(t, tile: Tile, tensor: TensorView, offsets, what: str) -> tuple:
+def _box(t, tile: Tile, tensor: TensorView, offsets, what: str, order=None) -> tuple:
     offs = offsets if isinstance(offsets, (list, tuple)) else [offsets]
     es = [expr_of(o) for o in offs]
     if any(e is None for e in es):
@@ -123,33 +129,65 @@ def _box(t, tile: Tile, tensor: TensorView, offsets, what: str) -> tuple:
     if len(es) != rank:
         raise t.error(f"{what} of tensor {tensor.name} (rank {rank}) takes {rank} offsets, "
                       f"not {len(es)}")
-    valid = [1] * (rank - 2) + list(tile.valid)
+    axes = _order(t, what, rank, order)
+    valid = [1] * rank
+    valid[axes[0]], valid[axes[1]] = tile.valid
     return es, valid
 
 
-def load(dst, src, offsets):
-    """pl.load(dst_tile, src_tensor, [row, col]): GM -> Vec/Mat (MTE2), element offsets."""
+def _order(t, what: str, rank: int, order) -> list:
+    """The two tensor axes a tile's rows and columns map to (order=; default the last two).
+    A descending order (rows from the later axis) transposes: loads only, as in the
+    reference (store.md allows ascending orders only)."""
+    if order is None:
+        return [rank - 2, rank - 1]
+    o = list(order) if isinstance(order, (list, tuple)) else None
+    if o is None or len(o) != 2 or o[0] == o[1] or \
+            any(not isinstance(a, int) or not 0 <= a < rank for a in o):
+        raise t.error(f"{what} order= must be two distinct tensor axes in [0, {rank}), not "
+                      f"{order!r}")
+    if o[0] > o[1] and not what.startswith("load"):
+        raise t.error(f"{what} order={o}: a store takes ascending orders only (a descending "
+                      f"order transposes, which only loads do)")
+    return o
+
+
+def _ordered(attrs: dict, rank: int, t, what: str, order) -> dict:
+    axes = _order(t, what, rank, order)
+    if axes != [rank - 2, rank - 1]:
+        attrs["order"] = axes
+    return attrs
+
+
+def load(dst, src, offsets, order=None):
+    """pl.load(dst_tile, src_tensor, [row, col], order=None): GM -> Vec/Mat (MTE2), element
+    offsets; order= names the two tensor axes the tile's rows and columns come from (default
+    the last two; descending, e.g. [1, 0], loads transposed: tile[i, j] = x[.., j, .., i])."""
     t = current()
     dst, src = _tile(t, dst, "load destination"), _tensor(t, src, "load source")
     if dst.type.space not in ("ub", "l1"):
         raise t.error(f"load into a {SPACE_NAME[dst.type.space]} tile: GM loads go to Vec or "
-                      f"Mat (then pl.move to Left/Right)")
+                      f"Mat (then pl.move to Left/Right/Bias)")
     _same_dtype(t, "load", dst, src)
-    offs, valid = _box(t, dst, src, offsets, "load")
-    return emit("tload", [dst, src], {"offsets": offs, "valid": valid})
+    offs, valid = _box(t, dst, src, offsets, "load", order)
+    return emit("tload", [dst, src], _ordered({"offsets": offs, "valid": valid},
+                                              len(src.dims), t, "load", order))
 
 
-def load_tile(dst, src, tile_offsets):
-    """pl.load_tile(dst_tile, src_tensor, [ti, tj]): offsets in tile units."""
-    return load(dst, src, _scaled(dst, tile_offsets))
+def load_tile(dst, src, tile_offsets, order=None):
+    """pl.load_tile(dst_tile, src_tensor, [ti, tj], order=None): offsets in tile units."""
+    return load(dst, src, _scaled(dst, tile_offsets, order), order=order)
 
 
-def _scaled(tile, offs):
+def _scaled(tile, offs, order=None):
     t = current()
     tile = _tile(t, tile, "load_tile / store_tile tile")
     offs = list(offs) if isinstance(offs, (list, tuple)) else [offs]
-    lead = offs[:-2]
-    return lead + [o * n for o, n in zip(offs[-2:], tile.type.shape)]
+    axes = _order(t, "load_tile / store_tile", len(offs), order) if len(offs) >= 2 else []
+    out = list(offs)
+    for a, n in zip(axes, tile.type.shape):
+        out[a] = offs[a] * n
+    return out
 
 
 def _same_dtype(t, what, tile, tensor) -> None:
@@ -160,34 +198,93 @@ def _same_dtype(t, what, tile, tensor) -> None:
 
 def store(dst, src, offsets, relu_pre_mode=None, scale=None, atomic=None, phase=None,
           order=None):
-    """pl.store(dst_tensor, src_tile, offsets, phase=): Vec -> GM (MTE3), Acc -> GM (FIX)."""
+    """pl.store(dst_tensor, src_tile, offsets, relu_pre_mode=, scale=, atomic=, phase=,
+    order=): Vec -> GM (MTE3), Acc -> GM (FIX). The fixpipe options (Acc sources only), in
+    this order: relu_pre_mode=pl.ReluPreMode.NormalRelu (max(x, 0)), scale= (a float or a
+    runtime FP32 scalar: x * scale in fp32, then rounded to the tensor's dtype, saturating
+    for an integer tensor: quantisation). atomic=pl.AtomicType.AtomicAdd adds into GM
+    (tensor + value, rounded to its dtype) from Vec or Acc. order= maps the tile onto two
+    tensor axes (ascending)."""
     t = current()
     dst, src = _tensor(t, dst, "store destination"), _tile(t, src, "store source")
     if src.type.space not in ("ub", "l0c"):
         raise t.error(f"store from a {SPACE_NAME[src.type.space]} tile: stores go from Vec "
                       f"or Acc")
-    if relu_pre_mode is not None or scale is not None or atomic not in (None,) or \
-            order is not None:
-        raise t.error("store: relu_pre_mode, scale, atomic and order are not built yet")
     _same_dtype(t, "store", src, dst)
-    offs, valid = _box(t, src, dst, offsets, "store")
-    attrs = {"offsets": offs, "valid": valid}
+    offs, valid = _box(t, src, dst, offsets, "store", order)
+    attrs = _ordered({"offsets": offs, "valid": valid}, len(dst.dims), t, "store", order)
+    attrs.update(fixpipe_options(t, "pl.store", src, relu_pre_mode, scale))
+    if atomic is not None and atomic is not AtomicType.AtomicNone:
+        if atomic is not AtomicType.AtomicAdd:
+            raise t.error(f"pl.store atomic= must be pl.AtomicType.AtomicNone or AtomicAdd, "
+                          f"not {atomic!r}")
+        attrs["atomic"] = "add"
     return emit("tstore", [src, dst], attrs)
 
 
 def store_tile(dst, src, tile_offsets, **kw):
-    """pl.store_tile(dst_tensor, src_tile, [ti, tj], phase=): offsets in tile units."""
-    return store(dst, src, _scaled(src, tile_offsets), **kw)
+    """pl.store_tile(dst_tensor, src_tile, [ti, tj], ...): offsets in tile units; the options
+    of pl.store."""
+    return store(dst, src, _scaled(src, tile_offsets, kw.get("order")), **kw)
+
+
+def fixpipe_options(t, what: str, src, relu, scale) -> dict:
+    """The attrs of relu_pre_mode= and scale= (Acc sources only: they are the fixpipe's)."""
+    if relu is None and scale is None:
+        return {}
+    if src.type.space != "l0c":
+        raise t.error(f"{what}: relu_pre_mode= and scale= are fixpipe options, for an Acc "
+                      f"source (tile {src.name} is in {SPACE_NAME[src.type.space]}; use "
+                      f"pl.relu / pl.mul on the vector core)")
+    out: dict = {}
+    if relu is not None:
+        if relu is not ReluPreMode.NormalRelu:
+            raise t.error(f"{what} relu_pre_mode= must be pl.ReluPreMode.NormalRelu, not "
+                          f"{relu!r}")
+        out["relu"] = True
+    if scale is not None:
+        out["scale"] = _scale(t, what, scale)
+    return out
+
+
+def _scale(t, what: str, scale):
+    if isinstance(scale, Tile):
+        raise t.error(f"{what}: a per-channel scale tile (MemorySpace.Scaling) is not built "
+                      f"yet: pass a float or a runtime FP32 scalar")
+    if isinstance(scale, (int, float)) and not isinstance(scale, bool):
+        return float(scale)
+    e = expr_of(scale) if isinstance(scale, Scalar) else None
+    floats = {n for n, d in getattr(t, "scalar_dtypes", {}).items() if d.startswith(("f", "bf"))}
+    if e is None or not E.free_symbols(e) or not E.free_symbols(e) <= floats:
+        raise t.error(f"{what} scale= must be a float or a runtime FP32 scalar, not {scale!r} "
+                      f"(an integer scalar holding float32 bits is not supported)")
+    return e
 
 
 def move(dst, src, offset=None, acc_to_vec_mode=None, relu_pre_mode=None, scale=None):
-    """pl.move(dst_tile, src_tile, offset=None): Mat -> Left/Right (MTE1), Acc -> Vec (FIX),
-    Mat <-> Vec (V)."""
+    """pl.move(dst_tile, src_tile, offset=None, acc_to_vec_mode=, relu_pre_mode=, scale=):
+    tile to tile (reference move.md). Paths and pipes: Mat -> Left/Right (MTE1, TEXTRACT:
+    offset= picks the sub-block of a larger source), Mat -> Bias (MTE1, converting to the
+    bias dtype), Acc -> Vec (FIX), Mat -> Vec and Vec -> Vec (V, a layout change such as
+    ND -> NZ), Vec -> Mat (MTE3, as an insert at [0, 0]). A source that is a sub-block of the
+    destination (no larger in each dim, smaller in one) with offset= is inserted at offset,
+    as pl.insert. Refused with an error naming them: acc_to_vec_mode= (A5's direct AIC ->
+    AIV split) and relu_pre_mode= / scale= (the Acc -> Vec fixpipe options: an Acc -> Vec
+    move cannot be written yet, since Acc tiles belong to the cube section and Vec tiles to
+    the vector section; pl.store has them)."""
     t = current()
     dst, src = _tile(t, dst, "move destination"), _tile(t, src, "move source")
     ds, ss = dst.type.space, src.type.space
-    if acc_to_vec_mode is not None or relu_pre_mode is not None or scale is not None:
-        raise t.error("move: acc_to_vec_mode, relu_pre_mode and scale are not built yet")
+    if acc_to_vec_mode is not None:
+        raise t.error("pl.move acc_to_vec_mode= (A5's direct Acc -> Vec split between the two "
+                      "vector cores) is not built: move Acc -> Vec on the cube core, or store "
+                      "through GM and hand over with set_cross_core")
+    if relu_pre_mode is not None or scale is not None:
+        raise t.error("pl.move relu_pre_mode= / scale= belong to the Acc -> Vec move, which a "
+                      "kernel cannot express on the host yet (an Acc tile lives in the cube "
+                      "section, a Vec tile in the vector section): use pl.store's options")
+    if offset is not None and _sub_block(src, dst):
+        return insert(dst, src, offset)
     if ds in ("l0a", "l0b"):
         if ss != "l1":
             raise t.error(f"move into {SPACE_NAME[ds]} takes a Mat tile, not "
@@ -196,23 +293,55 @@ def move(dst, src, offset=None, acc_to_vec_mode=None, relu_pre_mode=None, scale=
             raise t.error(f"move of {src.type.dtype} into {dst.type.dtype}")
         offs = [expr_of(o) for o in (offset or [0, 0])]
         return emit("textract", [dst, src], {"offsets": offs, "valid": list(dst.valid)})
-    legal = {("l0c", "ub"), ("l1", "ub"), ("ub", "l1")}
+    if ds == "bias":
+        return _move_bias(t, dst, src, offset)
+    legal = {("l0c", "ub"), ("l1", "ub"), ("ub", "l1"), ("ub", "ub")}
     if (ss, ds) not in legal:
         raise t.error(f"move from {SPACE_NAME[ss]} to {SPACE_NAME[ds]} is not a path of the "
-                      f"core (Mat -> Left/Right, Acc -> Vec, Mat <-> Vec)")
+                      f"core (Mat -> Left/Right/Bias, Acc -> Vec, Mat <-> Vec, Vec -> Vec)")
     if offset is not None or dst.type.shape != src.type.shape:
         raise t.error(f"move from {SPACE_NAME[ss]} to {SPACE_NAME[ds]} copies a whole tile of "
                       f"the same shape")
+    if (ss, ds) == ("ub", "l1"):        # UB -> L1 on MTE3: the insert instruction at [0, 0]
+        return emit("tinsert", [dst, src], {"offsets": [0, 0], "valid": list(src.valid)})
+    return emit("tmov", [dst, src], {"valid": list(dst.valid)})
+
+
+def _sub_block(src, dst) -> bool:
+    s, d = src.type.shape, dst.type.shape
+    return all(a <= b for a, b in zip(s, d)) and s != d
+
+
+def _move_bias(t, dst, src, offset):
+    """Mat -> Bias (MTE1): a [1, N] row, converted to the bias table's dtype (fp32 or int32,
+    the accumulator's); fp16/bf16 -> fp32 and int32 -> int32."""
+    if src.type.space != "l1":
+        raise t.error(f"move into Bias takes a Mat tile (GM -> Mat with pl.load first), not "
+                      f"{SPACE_NAME[src.type.space]}")
+    if offset is not None or dst.type.shape != src.type.shape:
+        raise t.error(f"move into Bias copies a whole [1, N] tile of the same shape: "
+                      f"{list(src.type.shape)} into {list(dst.type.shape)}")
+    if (src.type.dtype.kind == "float") != (dst.type.dtype.kind == "float"):
+        raise t.error(f"move of {src.type.dtype} into a {dst.type.dtype} Bias tile (floats "
+                      f"go to fp32, integers to int32)")
     return emit("tmov", [dst, src], {"valid": list(dst.valid)})
 
 
 def insert(dst, src, offset):
-    """pl.insert(dst, src, [row, col]): src's valid region written into a larger Vec tile at
-    [row, col] (V); the rest of dst is kept."""
+    """pl.insert(dst, src, [row, col]): src's valid region written into a larger tile at
+    [row, col]; the rest of dst is kept. Vec -> Vec (V), and Vec -> Mat (MTE3: the
+    reference's UB -> L1 path, whose source must be in the NZ layout: pl.move an ND tile into
+    an NZ Vec tile first). A Mat destination may be used from the vector section of a mixed
+    kernel: it is the cluster's L1 (the cube core's), shared with its vector cores."""
     t = current()
     dst, src = _tile(t, dst, "insert destination"), _tile(t, src, "insert source")
-    if dst.type.space != "ub" or src.type.space != "ub":
-        raise t.error("pl.insert takes Vec tiles (other spaces are not built yet)")
+    path = (src.type.space, dst.type.space)
+    if path not in (("ub", "ub"), ("ub", "l1")):
+        raise t.error(f"pl.insert from {SPACE_NAME[path[0]]} into {SPACE_NAME[path[1]]}: the "
+                      f"paths are Vec -> Vec and Vec -> Mat")
+    if path == ("ub", "l1") and src.type.layout != TileLayout.NZ:
+        raise t.error(f"pl.insert into Mat takes an NZ source: give tile {src.name} "
+                      f"layout=pl.NZ and pl.move the ND result into it first")
     if dst.type.dtype != src.type.dtype:
         raise t.error(f"pl.insert of a {src.type.dtype} tile into a {dst.type.dtype} tile")
     offs = [expr_of(o) for o in (offset if isinstance(offset, (list, tuple)) else [offset])]
@@ -416,19 +545,30 @@ def _cube(t, what: str, dst, lhs, rhs) -> None:
                       f"fp16/bf16/fp32 into fp32 and int8 into int32)")
 
 
-def matmul(dst, lhs, rhs, bias=None, phase=None):
-    """pl.matmul(dst_acc, left, right, phase=): dst = left @ right (M pipe)."""
+def matmul(dst, lhs, rhs, bias_tile=None, *, phase=None):
+    """pl.matmul(dst_acc, left, right, bias_tile=None, phase=): dst = left @ right (M pipe);
+    with a bias tile (4th positional, as in the reference: a [1, N] MemorySpace.Bias tile of
+    the accumulator's dtype, filled by pl.move from Mat) dst = left @ right + bias, the bias
+    broadcast down the rows and added to the fp32 (int32) sums before rounding."""
     t = current()
     dst, lhs, rhs = (_tile(t, v, "matmul operand") for v in (dst, lhs, rhs))
-    if bias is not None:
-        raise t.error("matmul with a bias tile is not built yet (add the bias on the vector "
-                      "core)")
     _cube(t, "pl.matmul", dst, lhs, rhs)
-    return emit("tmatmul", [dst, lhs, rhs], {"init": 1, "k_valid": lhs.valid[1],
-                                              "valid": [lhs.valid[0], rhs.valid[1]]})
+    operands = [dst, lhs, rhs]
+    if bias_tile is not None:
+        bias = _tile(t, bias_tile, "matmul bias")
+        n = dst.type.shape[1]
+        if bias.type.space != "bias" or tuple(bias.type.shape) != (1, n) or \
+                bias.type.dtype != dst.type.dtype:
+            raise t.error(f"pl.matmul bias: tile {bias.name} must be a [1, {n}] "
+                          f"MemorySpace.Bias tile of {dst.type.dtype}, not "
+                          f"{list(bias.type.shape)} {bias.type.dtype} in "
+                          f"{SPACE_NAME[bias.type.space]}")
+        operands.append(bias)
+    return emit("tmatmul", operands, {"init": 1, "k_valid": lhs.valid[1],
+                                      "valid": [lhs.valid[0], rhs.valid[1]]})
 
 
-def matmul_acc(dst, acc, lhs, rhs, phase=None):
+def matmul_acc(dst, acc, lhs, rhs, *, phase=None):
     """pl.matmul_acc(dst, acc, left, right, phase=): dst = acc + left @ right."""
     t = current()
     dst, acc, lhs, rhs = (_tile(t, v, "matmul_acc operand") for v in (dst, acc, lhs, rhs))

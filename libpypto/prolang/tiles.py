@@ -15,6 +15,9 @@ the one before it, `g[i]` slot i. With `mutex_ids` (one id, or a list of ids, pe
 `@pl.jit(auto_mutex=True)` every instruction on a slot is wrapped in mutex_lock /
 mutex_unlock of the slot's id on the instruction's pipe (ops.py).
 
+Subviews: `tile[r0:r1, c0:c1]` (subview below) is a tile over the parent's bytes with the
+parent's row stride; it counts as the parent for the live-range overlap check and auto_mutex.
+
 Valid shapes: a tile's valid region starts as its TileType's `valid_shape` (-1 entries
 mean "set at run time" and start as the full extent) and is changed by
 `pl.set_validshape(tile_or_group, [rows, cols])` (runtime scalars allowed). Every
@@ -66,6 +69,7 @@ class Tile:
         self.type, self.addr, self.name, self.owner, self.loc = tt, addr, name, owner, loc
         self.slot = slot            # group slot index expression, None for make_tile
         self.values: dict = {}      # core -> tile value (slots: made where next() was called)
+        self.stride = None          # a subview's row stride (its parent's columns)
 
     @property
     def valid(self):
@@ -80,6 +84,8 @@ class Tile:
         v = self.values.get(prog.core)
         if v is None:
             attrs = {"addr": self.addr, "name": self.name}
+            if self.stride is not None:
+                attrs["stride"] = self.stride
             op = make("tile", (), (self.ir_type(),), attrs, None, self.loc, names=None)
             if self.slot is None:
                 prog.hoisted.append(op)
@@ -89,8 +95,63 @@ class Tile:
         t.use(prog.core, self.owner)
         return v
 
+    def __getitem__(self, idx):
+        return subview(self, idx)
+
     def __repr__(self) -> str:
         return f"Tile({self.name}: {self.type!r} @ {self.addr})"
+
+
+class SubTile(Tile):
+    """A subview: the parent's bytes from [r0, c0] on, with the parent's row stride."""
+
+    @property
+    def valid(self):
+        return self._valid
+
+
+def subview(tile: Tile, idx) -> SubTile:
+    """tile[r0:r1, c0:c1] (reference subview.md): a tile aliasing the parent's bytes, no new
+    memory. Its static shape is the rest of the parent from [r0, c0] ([R - r0, C - c0]) with
+    the parent's row stride; its valid shape is the slice clamped to the parent's valid shape
+    at the point of slicing ([min(r1, vr) - r0, min(c1, vc) - c0]). Starts are compile-time
+    ints (a runtime start is not built); stops may be runtime scalars, or omitted (the end).
+    Vec tiles only, as in the reference. Its uses are the parent's: the buffer-plan checks
+    and auto_mutex treat it as the parent, and the race checker sees the bytes from its first
+    to its last element (the parent's bytes)."""
+    t = current()
+    if not (isinstance(idx, tuple) and len(idx) == 2 and
+            all(isinstance(x, slice) and x.step is None for x in idx)):
+        raise t.error(f"a tile subview takes two slices, tile[r0:r1, c0:c1], not {idx!r}")
+    if tile.type.space != "ub":
+        raise t.error(f"subview of tile {tile.name} in {tile.type.memory.name}: subviews are of "
+                      f"Vec tiles")
+    starts, valid = [], []
+    for x, n, v, axis in zip(idx, tile.type.shape, tile.valid, ("row", "column")):
+        a = 0 if x.start is None else x.start
+        if not isinstance(a, int) or isinstance(a, bool) or not 0 <= a < n:
+            raise t.error(f"subview {axis} start must be a compile-time int in [0, {n}), not "
+                          f"{x.start!r} (a runtime start is not built)")
+        stop = n if x.stop is None else expr_of(x.stop)
+        if stop is None or (isinstance(stop, int) and not a < stop <= n):
+            raise t.error(f"subview {axis} stop must be an int in ({a}, {n}] or a runtime "
+                          f"scalar, not {x.stop!r}")
+        end = E.minimum(E.minimum(stop, n), v) if not (isinstance(stop, int) and
+                                                     isinstance(v, int)) else min(stop, v)
+        starts.append(a)
+        valid.append(E.maximum(0, E.sub(end, a)) if not isinstance(end, int) else max(0, end - a))
+    (r0, c0), (R, C) = starts, tile.type.shape
+    tt = TileType([R - r0, C - c0], tile.type.dtype, tile.type.memory,
+                  layout=tile.type.layout)
+    stride = tile.stride or C
+    off = (r0 * stride + c0) * tt.dtype.itemsize
+    addr = tile.addr + off if isinstance(tile.addr, int) else E.add(tile.addr, off)
+    t.nsubviews = getattr(t, "nsubviews", 0) + 1
+    sub = SubTile(tt, addr, f"{tile.name}_sv{t.nsubviews}", tile.owner, t.loc(), slot=tile.slot)
+    sub._valid, sub.stride = valid, stride
+    if sub.slot is not None and (t.section is not None or not t.sections):
+        sub.value(t)                 # a group slot's subview is made here, as the slot
+    return sub
 
 
 def _initial_valid(tt: TileType) -> list:

@@ -9,11 +9,17 @@ values, as on the hardware. Each core runs its program in program order, which h
 intra-core sync; the cores of a cluster run as coroutines on one thread, switching only at a
 cross-core wait that is not yet satisfied, so cross-core events are real (a wait really
 waits for the set) with no deadlock whatever the thread count, and the order of everything
-is fixed: results are bit-identical for any number of threads. Clusters share only GM.
+is fixed: results are bit-identical for any number of threads. Clusters share only GM; the
+cores of a mixed cluster also share L1 (the cube core's: the vector cores write it with an
+insert UB -> L1, and the checker keys those bytes to the cube core). A kernel that stores
+with atomic add runs its clusters one after the other in cluster order (`serial`).
 
 Numerics are numpy's (libpypto.runtime.interp): floats compute in float32 and round to the
 destination's dtype, integers in int64; matmul accumulates in float32 (int64 for int8, then
-int32). Every instruction touches only its destination's valid region; a load or store of a
+int32), a bias row is added to the sums before rounding; a store's fixpipe options apply
+relu, then the fp32 scale, then the atomic add, then rounding (saturating into integers).
+A subview tile is a strided view of its parent's bytes. Every instruction touches only its
+destination's valid region; a load or store of a
 box past its tensor's end is an error, never a silent clip. With check=True each cluster is
 also checked by pro_check (the race and sync checker).
 """
@@ -41,12 +47,22 @@ def programs_of(doc) -> dict:
     return {op.attrs["core"]: op for op in doc.body if op.name == "program"}
 
 
+def serial(doc) -> bool:
+    """Does the kernel store with atomic add? Then its clusters run one after the other in
+    cluster order (here and in its C): float adds from several clusters into one GM element
+    would otherwise sum in an order that depends on the thread count."""
+    return any(op.name == "tstore" and op.attrs.get("atomic")
+               for p in programs_of(doc).values() for top in p.regions[0] for op in top.walk())
+
+
 def run(doc, arrays: dict, env: dict, block_dim: int, threads: int = 1,
         check: bool = True) -> dict:
     """Run doc for block_dim clusters; arrays (name -> contiguous numpy array) are written
     in place. env: the program scalars except block_num. Returns {"clusters": n}."""
     if not isinstance(block_dim, int) or block_dim < 1:
         raise ProRunError(f"block_dim must be a positive int, not {block_dim!r}")
+    if serial(doc):
+        threads = 1
     progs = programs_of(doc)
     pro = doc.attrs["pro"]
     env = dict(env, block_num=block_dim)
@@ -75,6 +91,9 @@ class _Cluster:
             for v in (0, 1):
                 self.cores.append(_Core(self, 1 + v, progs["vector"], 2 * c + v, arrays, env,
                                         buffers, sub=v))
+            for core in self.cores[1:]:     # L1 is the cluster's: the vector cores insert
+                core.bufs["l1"] = self.cores[0].bufs["l1"]      # into it (UB -> L1)
+                core.owner["l1"] = 0
         else:
             (core, prog), = progs.items()
             self.cores.append(_Core(self, 0 if core == "cube" else 1, prog, c, arrays, env,
@@ -129,6 +148,7 @@ class _Core:
         self.arrays = arrays
         self.env = dict(env, g0=g0)
         self.bufs = {s: np.zeros(int(n), np.uint8) for s, n in buffers.items()}
+        self.owner = {s: cid for s in buffers}      # whose buffer a space is (the checker key)
         self.vals: dict = {}
         self.flags: dict = {}
         self.chk = cluster.checker
@@ -169,22 +189,36 @@ class _Core:
     def tile(self, op, env):
         t: TileType = op.result.type
         addr = int(E.evaluate(op.attrs.get("addr", 0), env))
-        nbytes = t.nbytes
+        rows, cols = t.shape
+        stride = int(op.attrs.get("stride", cols))     # a subview keeps its parent's rows
+        isz = t.dtype.itemsize
+        nbytes = ((rows - 1) * stride + cols) * isz
         buf = self.bufs.get(t.space)
         if buf is None or addr < 0 or addr + nbytes > buf.size:
             raise ProRunError(f"tile {op.attrs.get('name', '?')} at {addr:#x} + {nbytes} bytes "
                               f"is outside the {t.space} buffer", op.loc)
-        return buf[addr:addr + nbytes].view(t.dtype.np).reshape(t.shape)
+        flat = buf[addr:addr + nbytes].view(t.dtype.np)
+        if stride == cols:
+            return flat.reshape(t.shape)
+        return np.lib.stride_tricks.as_strided(flat, t.shape, (stride * isz, isz))
 
-    def where(self, v):
-        """(checker key, lo, hi, name) of a tile or GM operand's whole extent."""
+    def where(self, v, op=None, env=None):
+        """(checker key, lo, hi) of a tile operand's bytes: its whole extent (a subview's
+        from its first to its last element), or for an insert's destination the rows and
+        columns it writes."""
         t = v.type
-        if isinstance(t, TileType):
-            arr = self.vals[v]
-            base = self.bufs[t.space]
-            lo = arr.__array_interface__["data"][0] - base.__array_interface__["data"][0]
-            return ("tile", self.id, t.space), [lo], [lo + t.nbytes]
-        return None
+        arr = self.vals[v]
+        base = self.bufs[t.space]
+        lo = arr.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        rs = arr.strides[0] // arr.itemsize
+        hi = lo + ((arr.shape[0] - 1) * rs + arr.shape[1]) * arr.itemsize
+        if op is not None and op.name == "tinsert" and v is op.operands[0]:
+            r, c = self.valid(op, env, op.operands[1].type.shape)
+            o0, o1 = (int(self.ev(o, env)) for o in op.attrs["offsets"])
+            if r > 0 and c > 0:
+                lo, hi = (lo + (o0 * rs + o1) * arr.itemsize,
+                          lo + ((o0 + r - 1) * rs + o1 + c) * arr.itemsize)
+        return ("tile", self.owner[t.space], t.space), [lo], [hi]
 
     # -- instructions -----------------------------------------------------------------------
     def instr(self, op, env) -> None:
@@ -206,6 +240,8 @@ class _Core:
         if not self.chk.enabled:
             return
         for v in sources(op):
+            if op.name == "tinsert" and v is op.operands[0]:
+                continue        # an insert keeps the rest of its destination: no read
             key, lo, hi = self.where(v)
             self.chk.access(th, key, lo, hi, False, _tile_name(v, lo), op)
         if op.name in ("tload", "tstore"):
@@ -213,7 +249,7 @@ class _Core:
             self.chk.access(th, ("gm", op.operands[1].name), lo, hi, op.name == "tstore",
                             f"tensor {op.operands[1].name}[{_box_str(lo, hi)}]", op)
         for v in dests(op):
-            key, lo, hi = self.where(v)
+            key, lo, hi = self.where(v, op, env)
             self.chk.access(th, key, lo, hi, True, _tile_name(v, lo), op)
 
     def box(self, op, env) -> tuple:
@@ -336,19 +372,44 @@ def _gm(core, op, env):
                           f"{op.operands[1].name}[{_box_str(lo, hi)}] is outside its shape "
                           f"{list(arr.shape)}: set the tile's valid shape for the tail",
                           op.loc)
-    return arr[tuple(slice(l, h) for l, h in zip(lo, hi))], hi[-2] - lo[-2], hi[-1] - lo[-1]
+    a0, a1 = op.attrs.get("order") or (-2, -1)      # the tensor axes of rows and columns
+    return arr[tuple(slice(l, h) for l, h in zip(lo, hi))], hi[a0] - lo[a0], hi[a1] - lo[a1]
 
 
 def _tload(core, op, env):
     src, r, c = _gm(core, op, env)
     dst = core.vals[op.operands[0]]
-    _put(dst[:r, :c], src.reshape(r, c))
+    a0, a1 = op.attrs.get("order") or (0, 1)
+    box = src.reshape(c, r).T if a0 > a1 else src.reshape(r, c)   # descending: transposed
+    _put(dst[:r, :c], box)
 
 
 def _tstore(core, op, env):
     dst, r, c = _gm(core, op, env)
     src = core.vals[op.operands[0]]
-    _put(dst, src[:r, :c].reshape(dst.shape))
+    a = op.attrs
+    if not (a.get("relu") or "scale" in a or a.get("atomic")):
+        _put(dst, src[:r, :c].reshape(dst.shape))
+        return
+    old = dst.reshape(r, c) if a.get("atomic") else None
+    _put(dst, _fixpipe(core, op, env, src[:r, :c], dst.dtype, old).reshape(dst.shape))
+
+
+def _fixpipe(core, op, env, v, out_dtype, old=None):
+    """A store's options on the way out: relu, scale (fp32), the atomic add of the
+    old GM values, then saturation into an integer dtype (the rounding is _put's)."""
+    a = op.attrs
+    w = work(v)
+    if a.get("relu"):
+        w = np.maximum(w, w.dtype.type(0))
+    if "scale" in a:
+        w = w.astype(np.float32) * np.float32(core.ev(a["scale"], env))
+    if old is not None:
+        w = work(old) + w
+    if np.issubdtype(out_dtype, np.integer) and w.dtype.kind == "f":
+        info = np.iinfo(out_dtype)
+        w = np.rint(np.clip(w, info.min, info.max))    # round half to even, as nearbyintf
+    return w
 
 
 def _tmov(core, op, env):
@@ -388,12 +449,14 @@ def _treduce(core, op, env):
 
 
 def _tmatmul(core, op, env):
-    acc, a, b = (core.vals[v] for v in op.operands)
+    acc, a, b = (core.vals[v] for v in op.operands[:3])
     m, n = core.valid(op, env, acc.shape)
     k = max(0, min(int(core.ev(op.attrs["k_valid"], env)), a.shape[1]))
     prod = work(a[:m, :k]) @ work(b[:k, :n])
     if acc.dtype.kind in "iu":
         prod = prod.astype(np.int64)
+    if len(op.operands) == 4:           # the bias row, down every row
+        prod = prod + work(core.vals[op.operands[3]][:1, :n])
     if int(core.ev(op.attrs["init"], env)):
         _put(acc[:m, :n], prod)
     else:

@@ -34,6 +34,9 @@ class ProNative:
 
     def __call__(self, arrays: dict, env: dict, block_dim: int, threads: int) -> float:
         doc = self.doc
+        from .pro_exec import serial
+        if serial(doc):            # atomic-add stores: clusters in order (pro_exec.serial)
+            threads = 1
         names = [n for n, _ in doc.attrs["pro"]["scalars"]]
         vals = {**env, "block_num": block_dim}
         S = np.array([int(vals[n]) for n in names] or [0], np.int64)
