@@ -16,6 +16,13 @@ tensor, both op file lines and the sync that would order them.
 
 A flag waited with no set before it, a cross-core wait no core will satisfy, or a set that
 is never waited, is reported the same way (the runner stops instead of hanging).
+
+A kernel that synchronises across clusters (sync_all, INTER_BLOCK events) has one checker
+for the whole launch: cores are named (cluster, id), GM is compared across clusters, an
+INTER_BLOCK wait acquires the joined clocks of every set of its round, and a sync_all
+joins every pipe of every participating core (a barrier of vector clocks). Without a
+grid-wide sync, clusters are checked one by one (they share only GM, and a launch that
+writes the same GM from two clusters without a grid sync is not checked).
 """
 from __future__ import annotations
 
@@ -137,8 +144,12 @@ def race(old: Access, new: Access) -> SyncError:
     kinds = {(True, False): "read after write", (False, True): "write after read",
              (True, True): "write after write"}[(old.write, new.write)]
     c1, c2 = old.thread[0], new.thread[0]
-    where = f"on core {c1}" if c1 == c2 else f"on cores {c1} and {c2}"
-    if c1 == c2:
+    where = f"on core {_core(c1)}" if c1 == c2 else f"on cores {_core(c1)} and {_core(c2)}"
+    if isinstance(c1, tuple) and c1[0] != c2[0]:
+        fix = (f"add pl.system.sync_all(...) (or an INTER_BLOCK set_cross_core / "
+               f"wait_cross_core pair) between line {_lineno(old.op)} and line "
+               f"{_lineno(new.op)}")
+    elif c1 == c2:
         fix = (f"add pl.system.sync_src(set_pipe=pl.PipeType.{p1}, wait_pipe=pl.PipeType.{p2}, "
                f"event_id=...) after line {_lineno(old.op)} and the matching sync_dst before "
                f"line {_lineno(new.op)}")
@@ -149,6 +160,12 @@ def race(old: Access, new: Access) -> SyncError:
     return SyncError(f"race ({kinds}) {where}: {old.op.name} on {p1} ({_line(old.op)}) and "
                      f"{new.op.name} on {p2} ({_line(new.op)}) both touch {new.what} with no "
                      f"sync ordering them: {fix}", new.op.loc)
+
+
+def _core(c) -> str:
+    """A core as the checker names it: its id in the cluster, or (cluster, id) when the
+    checker spans the launch."""
+    return f"{c[1]} of cluster {c[0]}" if isinstance(c, tuple) else str(c)
 
 
 def _lineno(op) -> str:
