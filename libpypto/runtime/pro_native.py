@@ -38,7 +38,13 @@ class ProNative:
         self.last_events: list = []
 
     def __call__(self, arrays: dict, env: dict, block_dim: int, threads: int) -> float:
+        from ..ir.pro_ops import grid_wide
+        from .pro_exec import ProRunError, grid_limit
         doc = self.doc
+        if not isinstance(block_dim, int) or block_dim < 1:
+            raise ProRunError(f"block_dim must be a positive int, not {block_dim!r}")
+        if grid_wide(doc):
+            grid_limit(doc, block_dim)
         names = [n for n, _ in doc.attrs["pro"]["scalars"]]
         vals = {**env, "block_num": block_dim}
         S = np.array([int(vals[n]) for n in names] or [0], np.int64)
