@@ -62,7 +62,7 @@ def run(doc, arrays: dict, env: dict, block_dim: int, threads: int = 1,
         clusters = [_Cluster(progs, pro["mixed"], c, arrays, env, buffers, check, grid)
                     for c in range(block_dim)]
         grid.run(clusters, t0)
-        return _summary(clusters)
+        return {**_summary(clusters), "events": [grid.event]}   # one share: all clusters
     workers: dict = {}
 
     def one(c: int):
@@ -131,8 +131,7 @@ class _Grid:
     def run(self, clusters, t0) -> None:
         gens = {(cl.index, core.id): core.run() for cl in clusters for core in cl.cores}
         blocked: dict = {}
-        for cl in clusters:
-            cl.event = [0, cl.index, 0, time.perf_counter_ns() - t0, 0]
+        self.event = [0, 0, 0, time.perf_counter_ns() - t0, 0]
         while gens:
             before = sum(cl.steps for cl in clusters)
             for key in list(gens):
@@ -141,9 +140,9 @@ class _Grid:
                 except StopIteration:
                     del gens[key]
                     blocked.pop(key, None)
-                    clusters[key[0]].event[4] = time.perf_counter_ns() - t0
             if gens and sum(cl.steps for cl in clusters) == before:
                 raise _deadlock(blocked[min(blocked)])
+        self.event[4] = time.perf_counter_ns() - t0
         for cl in clusters:
             cl.leftovers()
         for (kind, e), sets in sorted(self.sets.items()):

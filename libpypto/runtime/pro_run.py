@@ -100,11 +100,11 @@ class _Runs:
 
     def tasks(self) -> list:
         """The run's one task op for pypto-prof: a cluster (its cores' programs), or with a
-        grid-wide sync on the C backend a worker's share of the clusters."""
+        grid-wide sync a worker's share of the clusters (all resident, interleaved; the
+        Pro runner has one share)."""
         from ..ir.pro_ops import grid_wide
         progs = [op for op in self.doc.body if op.name == "program"]
-        share = self.native is not None and grid_wide(self.doc)
-        return [{"program": "grid_share" if share else "cluster",
+        return [{"program": "grid_share" if grid_wide(self.doc) else "cluster",
                  "ops": [p.attrs["core"] for p in progs], "block": "",
                  "bytes": self.work.get("bytes", 0), "flops": self.work.get("flops", 0),
                  "loc": str(progs[0].loc) if progs and progs[0].loc else ""}]

@@ -209,3 +209,19 @@ def test_soft_sync_all_with_its_workspaces_runs(tmp_path):
         mod.k.backend = backend
         mod.k(x)       # sync_all drains V before the store, as bar_all would
         assert np.array_equal(x, np.full((8, 64), 2, np.float32))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "c"])
+def test_sync_all_mix_orders_the_cube_before_the_vectors(tmp_path, backend):
+    """sync_all() (MIX) in both sections of a mixed kernel replaces the cube -> vector
+    event: every core of every cluster waits for all the others."""
+    for threads in (1, 2):
+        x, y = _unicast(tmp_path, "pl.system.sync_all()", "pl.system.sync_all()",
+                        backend=backend, threads=threads)
+        assert np.array_equal(y, np.tile(x.astype(np.float32) @ x.astype(np.float32), (2, 1)))
+    with pytest.raises(SyncError, match=r"deadlock: sync_all\(MIX\)"):
+        _unicast(tmp_path, "pass", "pl.system.sync_all()")     # the cube never arrives
+    with pytest.raises(SyncError, match=r"race \(read after write\) on cores 0 of cluster "
+                                        r"(\d) and \d of cluster \1: tstore on FIX.*"
+                                        r"set_cross_core"):
+        _unicast(tmp_path, "pass", SYNC_ALL)       # the vectors' own barrier orders no cube
