@@ -1,5 +1,5 @@
 """The Pro runner: a Pro kernel's block-level document run on the host, block_dim clusters
-on a thread pool.
+on a thread pool (one scheduler for a kernel with a grid-wide sync).
 
 A cluster is what one block index names: one vector core (vector-only kernel), one cube
 core (cube-only), or one cube core and two vector cores (mixed; vector core v of cluster c
@@ -16,6 +16,21 @@ destination's dtype, integers in int64; matmul accumulates in float32 (int64 for
 int32). Every instruction touches only its destination's valid region; a load or store of a
 box past its tensor's end is an error, never a silent clip. With check=True each cluster is
 also checked by pro_check (the race and sync checker).
+
+Grid-wide sync (sync_all, INTER_BLOCK events; ir/pro_ops.grid_wide): every cluster must be
+resident at once, so block_dim is limited to the target's clusters (grid_limit: the cube
+cores, or the vector cores of a vector-only kernel, as on the device), and all the cores
+of all the clusters run as coroutines of one scheduler (the thread count does not matter:
+the Python runner gains nothing from threads). One checker spans the launch: cores are
+named (cluster, id) and GM is compared across clusters. INTER_BLOCK is a counting barrier
+per core kind (system.py); sync_all drains the core's pipes, counts the arrival and waits
+for every member of its core_type to arrive at the same round. A wait nobody will satisfy
+is a deadlock error; an INTER_BLOCK set never waited is an error at the end.
+
+run() returns, beside the cluster count, one event per cluster ([0, cluster, worker,
+start ns, end ns]: Tensor mode's event shape, for pypto-prof) or one for the whole grid,
+and the GM bytes loaded and stored (valid regions) and the FLOPs (elementwise: one per
+element, matmul 2mnk).
 """
 from __future__ import annotations
 
