@@ -75,6 +75,7 @@ def _render(doc) -> tuple[str, list]:
     parts.append(f"static const pp_fn pp_vector = "
                  f"{('p%d' % cores['vector']) if 'vector' in cores else 0};")
     parts.append(f"static const int pp_mixed = {1 if pro['mixed'] else 0};")
+    parts.append(f"#define PP_NCORES {3 if pro['mixed'] else 1}")
     parts.append(f"static const int pp_grid_wide = {1 if grid_wide(doc) else 0};")
     parts.append(resources.files(__package__).joinpath("pro_launch.h").read_text())
     return "\n\n".join(parts) + "\n", errs

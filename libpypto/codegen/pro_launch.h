@@ -12,10 +12,10 @@
    nothing changed, or the last ones finish while the rest sleep, it is a deadlock. */
 #define PP_STACK (1 << 20)
 #define PP_ALIGN64(n) (((n) + 63) & ~(int64_t)63)
-/* a cluster's memory: the struct, then per core a stack and the five buffers, each
+/* a cluster's memory: the struct, then per core (PP_NCORES) a stack and the five buffers, each
    buffer 64 bytes longer than its space and 64-byte aligned (PP_CORE_BUF_BYTES, pro_c.py) */
-#define PP_CL_BYTES (PP_ALIGN64((int64_t)sizeof(pp_cl)) + 3 * ((int64_t)PP_STACK + \
-                                                             PP_CORE_BUF_BYTES))
+#define PP_CL_BYTES (PP_ALIGN64((int64_t)sizeof(pp_cl)) + PP_NCORES * ((int64_t)PP_STACK + \
+                                                                     PP_CORE_BUF_BYTES))
 
 typedef struct pp_job {
     void *const *T; const int64_t *S; const double *F;

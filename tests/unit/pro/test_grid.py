@@ -15,6 +15,7 @@ from libpypto.runtime.pro_check import SyncError
 from libpypto.runtime.pro_exec import ProRunError
 
 from .test_checks import MIXED
+from .test_checks import SET as INTRA_SET
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
@@ -225,3 +226,17 @@ def test_sync_all_mix_orders_the_cube_before_the_vectors(tmp_path, backend):
                                         r"(\d) and \d of cluster \1: tstore on FIX.*"
                                         r"set_cross_core"):
         _unicast(tmp_path, "pass", SYNC_ALL)       # the vectors' own barrier orders no cube
+
+
+@pytest.mark.parametrize("backend", ["numpy", "c"])
+def test_inter_block_per_core_kind_in_a_mixed_kernel(tmp_path, backend):
+    """INTER_BLOCK joins the cores of the caller's kind: the cube cores among themselves,
+    the vector cores among themselves (block indices 0 .. 2 * block_dim - 1)."""
+    ib = "sync_mode=pl.SyncMode.INTER_BLOCK"
+    cube = (f"pl.system.set_cross_core(pipe=FIX, event_id=7, {ib})\n        "
+            f"pl.system.wait_cross_core(pipe=FIX, event_id=7, {ib})\n        " + INTRA_SET)
+    vec = (f"pl.system.set_cross_core(pipe=MTE2, event_id=7, {ib})\n        "
+           f"pl.system.wait_cross_core(pipe=MTE2, event_id=7, {ib})\n        "
+           "pl.system.wait_cross_core(pipe=MTE2, event_id=0)")
+    x, y = _unicast(tmp_path, cube, vec, backend=backend, threads=3)
+    assert np.array_equal(y, np.tile(x.astype(np.float32) @ x.astype(np.float32), (2, 1)))
