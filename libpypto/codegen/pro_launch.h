@@ -9,7 +9,11 @@
    so there are as many tasks as workers taking part (never more: pypto_pool_size), task s
    holding clusters s, s + T, s + 2T, ... as coroutines in memory of its own; a worker whose
    cores all wait sleeps until another worker's cores move; when every worker sleeps with
-   nothing changed, or the last ones finish while the rest sleep, it is a deadlock. */
+   nothing changed, or the last ones finish while the rest sleep, it is a deadlock.
+   Errors: the lowest cluster's is reported. Without a grid sync every cluster runs to its
+   end, so that is deterministic; with one, the first error stops every worker, so when
+   two clusters would fail, which one is reported may depend on timing (pypto-run runs the
+   Pro runner first, which reports the first in its fixed order). */
 #define PP_STACK (1 << 20)
 #define PP_ALIGN64(n) (((n) + 63) & ~(int64_t)63)
 /* a cluster's memory: the struct, then per core (PP_NCORES) a stack and the five buffers, each

@@ -5,8 +5,9 @@ They are tile instructions like the others: each runs on a pipe and has a PTO mn
 method and a numpy function. A program executed in program order on one thread already
 honours every one of them, so the C and numpy implementations are no-ops; what they mean for
 pipes running as independent queues is checked by libpypto.runtime.pro_check (the race and
-sync checker), and cross-core events are implemented by the Pro runner
-(libpypto.runtime.pro_exec) between the cores of a cluster.
+sync checker), and cross-core events (between the cores of a cluster, or across the
+launch for INTER_BLOCK and sync_all) are implemented by the Pro runner
+(libpypto.runtime.pro_exec) and the Pro C (codegen/pro_rt.h, pro_launch.h).
 
     sync_set    set_flag(pipe -> wait_pipe, event_id)       on pipe (the setting pipe)
     sync_wait   wait_flag(set_pipe -> pipe, event_id)       on pipe (the waiting pipe)
