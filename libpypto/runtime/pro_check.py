@@ -21,8 +21,9 @@ A kernel that synchronises across clusters (sync_all, INTER_BLOCK events) has on
 for the whole launch: cores are named (cluster, id), GM is compared across clusters, an
 INTER_BLOCK wait acquires the joined clocks of every set of its round, and a sync_all
 joins every pipe of every participating core (a barrier of vector clocks). Without a
-grid-wide sync, clusters are checked one by one (they share only GM, and a launch that
-writes the same GM from two clusters without a grid sync is not checked).
+grid-wide sync, clusters are checked one by one, and then against each other
+(across_clusters): nothing orders two clusters, so a GM write by one that overlaps an
+access by another is a race.
 """
 from __future__ import annotations
 
@@ -133,6 +134,48 @@ class Checker:
             return [space.setdefault(0, {"w": [], "r": []})]
         first, last = lo[0] // BUCKET, max(lo[0], hi[0] - 1) // BUCKET
         return [space.setdefault(i, {"w": [], "r": []}) for i in range(first, last + 1)]
+
+
+def gm_records(chk: Checker) -> dict:
+    """A cluster's checker's GM accesses that remain after its run (a write covered by a
+    later one of the same cluster is gone: the later one overlaps whatever it did):
+    (tensor, bucket) -> (writes, all)."""
+    out = {}
+    for key, space in chk.mem.items():
+        if key[0] == "gm":
+            for b, v in space.items():
+                out[(key[1], b)] = (list(v["w"]), v["w"] + v["r"])
+    return out
+
+
+def across_clusters(records: list) -> None:
+    """records: gm_records of each cluster of a launch without a grid-wide sync, in cluster
+    order. The first overlap of a write of one cluster with an access of another is a
+    SyncError."""
+    seen: dict = {}
+    for c, recs in enumerate(records):
+        for k in sorted(recs, key=str):
+            writes, every = recs[k]
+            old_w, old_all = seen.setdefault(k, ([], []))
+            for a in every:
+                for c0, b in (old_all if a.write else old_w):
+                    if _overlap(b, a.lo, a.hi):
+                        raise _cross(c0, b, c, a)
+        for k, (writes, every) in recs.items():
+            old_w, old_all = seen[k]
+            old_w.extend((c, a) for a in writes)
+            old_all.extend((c, a) for a in every)
+
+
+def _cross(c0, old: Access, c1, new: Access) -> SyncError:
+    kinds = {(True, False): "read after write", (False, True): "write after read",
+             (True, True): "write after write"}[(old.write, new.write)]
+    return SyncError(f"race ({kinds}) across clusters {c0} and {c1}: {old.op.name} on "
+                     f"{old.thread[1]} ({_line(old.op)}) and {new.op.name} on "
+                     f"{new.thread[1]} ({_line(new.op)}) both touch {new.what}, and nothing "
+                     f"orders two blocks: give each block its own region, or put a "
+                     f"pl.system.sync_all between the write and the other access",
+                     new.op.loc)
 
 
 def _line(op) -> str:

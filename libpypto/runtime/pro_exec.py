@@ -81,12 +81,13 @@ def run(doc, arrays: dict, env: dict, block_dim: int, threads: int = 1,
     workers: dict = {}
 
     def one(c: int):
+        """Run cluster c; keep only what the launch needs of it (not its buffers)."""
         cl = _Cluster(progs, pro["mixed"], c, arrays, env, buffers, check)
         w = workers.setdefault(threading.get_ident(), len(workers))
         start = time.perf_counter_ns() - t0
         cl.run()
-        cl.event = [0, c, w, start, time.perf_counter_ns() - t0]
-        return cl
+        return _Done([0, c, w, start, time.perf_counter_ns() - t0], cl.bytes, cl.flops,
+                     pro_check.gm_records(cl.checker) if check else {})
 
     if threads <= 1 or block_dim == 1:
         clusters = [one(c) for c in range(block_dim)]
@@ -94,7 +95,16 @@ def run(doc, arrays: dict, env: dict, block_dim: int, threads: int = 1,
         with ThreadPoolExecutor(max_workers=min(threads, block_dim)) as pool:
             futures = [pool.submit(one, c) for c in range(block_dim)]
             clusters = [f.result() for f in futures]      # the first failure, in cluster order
+    if check:
+        pro_check.across_clusters([cl.gm for cl in clusters])
     return _summary(clusters)
+
+
+class _Done:
+    """What a finished cluster leaves: its event, GM bytes, flops and GM accesses."""
+
+    def __init__(self, event, nbytes, flops, gm):
+        self.event, self.bytes, self.flops, self.gm = event, nbytes, flops, gm
 
 
 def _summary(clusters) -> dict:
@@ -604,4 +614,3 @@ _ELEMENTWISE = set(_O.ELEMENTWISE)
 KERNELS = {"tload": _tload, "tstore": _tstore, "tmov": _tmov, "tcvt": _tmov,
            "textract": _textract, "texpands": _texpands, "treduce": _treduce,
            "tmatmul": _tmatmul, "tinsert": _tinsert}
-_ = pro_check

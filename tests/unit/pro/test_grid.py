@@ -240,3 +240,14 @@ def test_inter_block_per_core_kind_in_a_mixed_kernel(tmp_path, backend):
            "pl.system.wait_cross_core(pipe=MTE2, event_id=0)")
     x, y = _unicast(tmp_path, cube, vec, backend=backend, threads=3)
     assert np.array_equal(y, np.tile(x.astype(np.float32) @ x.astype(np.float32), (2, 1)))
+
+
+def test_without_a_grid_sync_blocks_touching_the_same_gm_are_a_race(tmp_path):
+    """Nothing orders two clusters of a launch with no grid-wide sync: a GM write of one
+    that overlaps an access of another is a race, found after the clusters ran."""
+    with pytest.raises(SyncError, match=r"race \(write after read\) across clusters 0 and 1: "
+                                        r"tload on MTE2 .* and tstore on MTE3 .* tensor "
+                                        r"ws\[8:16, 0:64\].*pl.system.sync_all"):
+        rotate(tmp_path, "pass", second="pass")
+    x, y = rotate(tmp_path, "pass", second="pass", check=False)   # unchecked: it runs
+    assert y.shape == x.shape
