@@ -20,7 +20,10 @@ instructions (libpypto/ir/pro_ops.py).
     cube set is one signal that one vector core's wait takes. Our choice where the page is
     silent: the pairing must be unambiguous, so one (cluster, event id, direction) may be
     used by only one of the two vector cores (the runner reports it otherwise), as in the
-    reference's own use (`if sub_id == 0: set`, the cube waits UNICAST_BLOCK).
+    reference's own use (`if sub_id == 0: set`, the cube waits UNICAST_BLOCK). Not
+    restricted, though the reference's A5 code generator suggests it: which vector core a
+    cube's UNICAST set reaches (it emits one set_intra_block with the event id, where an
+    INTRA_BLOCK set emits id and id + 16, one per vector core, so likely subblock 0 only).
   - INTER_BLOCK (mode 0; any kernel): every core of the launch of the caller's type (all
     vector cores, or all cube cores): a grid-wide counting barrier. A core's n-th wait
     completes once every core of its type has set the event n times; each core must wait
