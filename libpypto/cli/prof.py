@@ -27,8 +27,8 @@ def _nothing_to_run(trace_opts: dict, run_opts: dict) -> None:
     from ..errors import UsageError
     default = {"seed": 0, "repeat": 1}
     given = [f"--{k}" for k in ("bind", "target") if trace_opts.get(k)] + \
-        [f"--{'input' if k == 'single' else k}" for k, v in run_opts.items()
-         if v != default.get(k) and v not in (None, [])]
+        [{"single": "--input", "pro": "--block-dim"}.get(k, f"--{k}")
+         for k, v in run_opts.items() if v != default.get(k) and v not in (None, [])]
     if given:
         raise UsageError(f"{', '.join(given)}: the input is a run record already; these "
                          f"options apply when pypto-prof runs an earlier level")

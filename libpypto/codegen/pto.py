@@ -42,6 +42,7 @@ _SYNC = {
     "cross_set": lambda a: f"#{_ev(a)}, {a['mode']}",
     "cross_wait": lambda a: f"#{_ev(a)}, {a['mode']}",
     "mm_layout": lambda a: "on" if a["enabled"] else "off",
+    "sync_all": lambda a: f"{a['core_type']}, {a['mode']}",
 }
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from . import system
 from .dsl import (DN, DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DYNAMIC,
                   ND, NZ, STATIC, ZN, AccPhase, AccToVecMode, AtomicType, CrossCoreSyncMode,
-                  MemorySpace, PipeType, ReluPreMode,
-                  Scalar, STPhase, SyncMode, Tensor, TileLayout, TileType, TilingKeyField,
-                  max, min)
+                  MemorySpace, PipeType, ReluPreMode, Scalar, STPhase, SyncAllMode,
+                  SyncCoreType, SyncMode, Tensor, TileLayout, TileType, TilingKeyField, max,
+                  min)
 from .dsl import DTYPES as _DTYPES
 from .kernel import ProKernel  # noqa: F401 -- for libpypto.pro
 from .ops import (abs, add, and_, cast, div, eq, exp, expand_add, expand_div, expand_max,
@@ -33,7 +33,7 @@ __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluP
            'DN', 'DT_BF16', 'DT_BOOL', 'DT_FP16', 'DT_FP32',
            'DT_INT16', 'DT_INT32', 'DT_INT64', 'DT_INT8', 'DT_UINT8', 'DYNAMIC',
            'MemorySpace', 'ND', 'NZ', 'PipeType', 'ProKernel', 'STATIC', 'STPhase', 'Scalar',
-           'SyncMode', 'Tensor', 'TileLayout', 'TileType', 'TilingKeyField', 'ZN', 'abs',
+           'SyncAllMode', 'SyncCoreType', 'SyncMode', 'Tensor', 'TileLayout', 'TileType', 'TilingKeyField', 'ZN', 'abs',
            'add', 'and_', 'cast', 'div', 'eq', 'exp', 'expand_add', 'expand_div',
            'expand_max', 'expand_min', 'expand_mul', 'expand_sub', 'expands', 'ge',
            'get_block_idx', 'get_block_num', 'get_subblock_idx', 'get_subblock_num', 'gt',

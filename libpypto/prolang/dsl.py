@@ -118,6 +118,19 @@ class CrossCoreSyncMode(enum.Enum):
 
 SyncMode = CrossCoreSyncMode
 
+
+class SyncCoreType(enum.Enum):
+    """pl.system.sync_all(core_type=): which cores a grid-wide barrier joins."""
+    MIX = "MIX"
+    AIV_ONLY = "AIV_ONLY"
+    AIC_ONLY = "AIC_ONLY"
+
+
+class SyncAllMode(enum.Enum):
+    """pl.system.sync_all(mode=): HARD (FFTS signals) or SOFT (GM polling, needs workspaces)."""
+    HARD = "HARD"
+    SOFT = "SOFT"
+
 # byte alignment of a tile address per space (make_tile.md)
 # (Bias: the bias table, 32 B as every on-chip buffer in buffer_limits.hpp; hardware-model.md)
 ALIGN = {"ub": 32, "l1": 32, "l0a": 512, "l0b": 512, "l0c": 64, "bias": 32}

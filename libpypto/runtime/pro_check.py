@@ -16,6 +16,14 @@ tensor, both op file lines and the sync that would order them.
 
 A flag waited with no set before it, a cross-core wait no core will satisfy, or a set that
 is never waited, is reported the same way (the runner stops instead of hanging).
+
+A kernel that synchronises across clusters (sync_all, INTER_BLOCK events) has one checker
+for the whole launch: cores are named (cluster, id), GM is compared across clusters, an
+INTER_BLOCK wait acquires the joined clocks of every set of its round, and a sync_all
+joins every pipe of every participating core (a barrier of vector clocks). Without a
+grid-wide sync, clusters are checked one by one, and then against each other
+(across_clusters): nothing orders two clusters, so a GM write by one that overlaps an
+access by another is a race.
 """
 from __future__ import annotations
 
@@ -128,6 +136,53 @@ class Checker:
         return [space.setdefault(i, {"w": [], "r": []}) for i in range(first, last + 1)]
 
 
+def gm_records(chk: Checker) -> dict:
+    """A cluster's checker's GM accesses that remain after its run (a write covered by a
+    later one of the same cluster is gone: the later one overlaps whatever it did):
+    (tensor, bucket) -> (writes, all)."""
+    out = {}
+    for key, space in chk.mem.items():
+        if key[0] == "gm":
+            for b, v in space.items():
+                out[(key[1], b)] = (list(v["w"]), v["w"] + v["r"])
+    return out
+
+
+def across_clusters(records: list) -> None:
+    """records: gm_records of each cluster of a launch without a grid-wide sync, in cluster
+    order. The first overlap of a write of one cluster with an access of another is a
+    SyncError, unless both are atomic-add stores (store(atomic=AtomicAdd) commutes)."""
+    seen: dict = {}
+    for c, recs in enumerate(records):
+        for k in sorted(recs, key=str):
+            writes, every = recs[k]
+            old_w, old_all = seen.setdefault(k, ([], []))
+            for a in every:
+                for c0, b in (old_all if a.write else old_w):
+                    if _overlap(b, a.lo, a.hi) and not (_atomic(a) and _atomic(b)):
+                        raise _cross(c0, b, c, a)
+        for k, (writes, every) in recs.items():
+            old_w, old_all = seen[k]
+            old_w.extend((c, a) for a in writes)
+            old_all.extend((c, a) for a in every)
+
+
+def _atomic(a: Access) -> bool:
+    """An atomic-add store: two of them commute, so blocks may overlap in them."""
+    return a.op.name == "tstore" and bool(a.op.attrs.get("atomic"))
+
+
+def _cross(c0, old: Access, c1, new: Access) -> SyncError:
+    kinds = {(True, False): "read after write", (False, True): "write after read",
+             (True, True): "write after write"}[(old.write, new.write)]
+    return SyncError(f"race ({kinds}) across clusters {c0} and {c1}: {old.op.name} on "
+                     f"{old.thread[1]} ({_line(old.op)}) and {new.op.name} on "
+                     f"{new.thread[1]} ({_line(new.op)}) both touch {new.what}, and nothing "
+                     f"orders two blocks: give each block its own region, or put a "
+                     f"pl.system.sync_all between the write and the other access",
+                     new.op.loc)
+
+
 def _line(op) -> str:
     return str(op.loc) if op is not None and op.loc is not None else "?"
 
@@ -137,8 +192,12 @@ def race(old: Access, new: Access) -> SyncError:
     kinds = {(True, False): "read after write", (False, True): "write after read",
              (True, True): "write after write"}[(old.write, new.write)]
     c1, c2 = old.thread[0], new.thread[0]
-    where = f"on core {c1}" if c1 == c2 else f"on cores {c1} and {c2}"
-    if c1 == c2:
+    where = f"on core {_core(c1)}" if c1 == c2 else f"on cores {_core(c1)} and {_core(c2)}"
+    if isinstance(c1, tuple) and c1[0] != c2[0]:
+        fix = (f"add pl.system.sync_all(...) (or an INTER_BLOCK set_cross_core / "
+               f"wait_cross_core pair) between line {_lineno(old.op)} and line "
+               f"{_lineno(new.op)}")
+    elif c1 == c2:
         fix = (f"add pl.system.sync_src(set_pipe=pl.PipeType.{p1}, wait_pipe=pl.PipeType.{p2}, "
                f"event_id=...) after line {_lineno(old.op)} and the matching sync_dst before "
                f"line {_lineno(new.op)}")
@@ -149,6 +208,12 @@ def race(old: Access, new: Access) -> SyncError:
     return SyncError(f"race ({kinds}) {where}: {old.op.name} on {p1} ({_line(old.op)}) and "
                      f"{new.op.name} on {p2} ({_line(new.op)}) both touch {new.what} with no "
                      f"sync ordering them: {fix}", new.op.loc)
+
+
+def _core(c) -> str:
+    """A core as the checker names it: its id in the cluster, or (cluster, id) when the
+    checker spans the launch."""
+    return f"{c[1]} of cluster {c[0]}" if isinstance(c, tuple) else str(c)
 
 
 def _lineno(op) -> str:

@@ -1,5 +1,5 @@
 """The Pro runner: a Pro kernel's block-level document run on the host, block_dim clusters
-on a thread pool.
+on a thread pool (one scheduler for a kernel with a grid-wide sync).
 
 A cluster is what one block index names: one vector core (vector-only kernel), one cube
 core (cube-only), or one cube core and two vector cores (mixed; vector core v of cluster c
@@ -22,9 +22,26 @@ A subview tile is a strided view of its parent's bytes. Every instruction touche
 destination's valid region; a load or store of a
 box past its tensor's end is an error, never a silent clip. With check=True each cluster is
 also checked by pro_check (the race and sync checker).
+
+Grid-wide sync (sync_all, INTER_BLOCK events; ir/pro_ops.grid_wide): every cluster must be
+resident at once, so block_dim is limited to the target's clusters (grid_limit: the cube
+cores, or the vector cores of a vector-only kernel, as on the device), and all the cores
+of all the clusters run as coroutines of one scheduler (the thread count does not matter:
+the Python runner gains nothing from threads). One checker spans the launch: cores are
+named (cluster, id) and GM is compared across clusters. INTER_BLOCK is a counting barrier
+per core kind (system.py); sync_all drains the core's pipes, counts the arrival and waits
+for every member of its core_type to arrive at the same round. A wait nobody will satisfy
+is a deadlock error; an INTER_BLOCK set never waited is an error at the end.
+
+run() returns, beside the cluster count, one event per cluster ([0, cluster, worker,
+start ns, end ns]: Tensor mode's event shape, for pypto-prof) or one for the whole grid,
+and the GM bytes loaded and stored (valid regions) and the FLOPs (elementwise: one per
+element, matmul 2mnk).
 """
 from __future__ import annotations
 
+import threading
+import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
@@ -32,6 +49,7 @@ import numpy as np
 
 from ..errors import PyptoError
 from ..ir import expr as E
+from ..ir.pro_ops import grid_wide
 from ..ir.types import TileType
 from . import pro_check
 from .interp import cast_array, elementwise, reduce_array, work
@@ -58,7 +76,8 @@ def serial(doc) -> bool:
 def run(doc, arrays: dict, env: dict, block_dim: int, threads: int = 1,
         check: bool = True) -> dict:
     """Run doc for block_dim clusters; arrays (name -> contiguous numpy array) are written
-    in place. env: the program scalars except block_num. Returns {"clusters": n}."""
+    in place. env: the program scalars except block_num. Returns {"clusters": n, "events":
+    [[0, cluster, worker, start ns, end ns], ...], "bytes": GM bytes moved, "flops": ...}."""
     if not isinstance(block_dim, int) or block_dim < 1:
         raise ProRunError(f"block_dim must be a positive int, not {block_dim!r}")
     if serial(doc):
@@ -67,25 +86,134 @@ def run(doc, arrays: dict, env: dict, block_dim: int, threads: int = 1,
     pro = doc.attrs["pro"]
     env = dict(env, block_num=block_dim)
     buffers = pro["buffers"]
+    t0 = time.perf_counter_ns()
+    if grid_wide(doc):
+        grid_limit(doc, block_dim)
+        grid = _Grid(pro["mixed"], "cube" in progs, "vector" in progs, block_dim, check)
+        clusters = [_Cluster(progs, pro["mixed"], c, arrays, env, buffers, check, grid)
+                    for c in range(block_dim)]
+        grid.run(clusters, t0)
+        return {**_summary(clusters), "events": [grid.event]}   # one share: all clusters
+    workers: dict = {}
 
     def one(c: int):
-        return _Cluster(progs, pro["mixed"], c, arrays, env, buffers, check).run()
+        """Run cluster c; keep only what the launch needs of it (not its buffers)."""
+        cl = _Cluster(progs, pro["mixed"], c, arrays, env, buffers, check)
+        w = workers.setdefault(threading.get_ident(), len(workers))
+        start = time.perf_counter_ns() - t0
+        cl.run()
+        return _Done([0, c, w, start, time.perf_counter_ns() - t0], cl.bytes, cl.flops,
+                     pro_check.gm_records(cl.checker) if check else {})
 
     if threads <= 1 or block_dim == 1:
-        for c in range(block_dim):
-            one(c)
+        clusters = [one(c) for c in range(block_dim)]
     else:
         with ThreadPoolExecutor(max_workers=min(threads, block_dim)) as pool:
-            for f in [pool.submit(one, c) for c in range(block_dim)]:
-                f.result()      # the first failure, in cluster order
-    return {"clusters": block_dim}
+            futures = [pool.submit(one, c) for c in range(block_dim)]
+            clusters = [f.result() for f in futures]      # the first failure, in cluster order
+    if check:
+        pro_check.across_clusters([cl.gm for cl in clusters])
+    return _summary(clusters)
+
+
+class _Done:
+    """What a finished cluster leaves: its event, GM bytes, flops and GM accesses."""
+
+    def __init__(self, event, nbytes, flops, gm):
+        self.event, self.bytes, self.flops, self.gm = event, nbytes, flops, gm
+
+
+def _summary(clusters) -> dict:
+    return {"clusters": len(clusters), "events": [cl.event for cl in clusters],
+            "bytes": sum(cl.bytes for cl in clusters),
+            "flops": sum(cl.flops for cl in clusters)}
+
+
+def grid_limit(doc, block_dim: int) -> None:
+    """A grid-wide sync needs every cluster resident at once, as on the device: block_dim
+    may not exceed the target's clusters (cube cores; vector cores for a vector-only
+    kernel)."""
+    from ..targets import load_target
+    pro = doc.attrs["pro"]
+    arch = pro.get("options", {}).get("arch", "a2")
+    cores = load_target({"a5": "950"}.get(arch, arch)).data.get("cores", {})
+    kinds = {op.attrs["core"] for op in doc.body if op.name == "program"}
+    most = int(cores.get("vector" if kinds == {"vector"} else "cube", 0) or 0)
+    if most and block_dim > most:
+        raise ProRunError(f"block_dim {block_dim}: this kernel synchronises across blocks "
+                          f"(sync_all or an INTER_BLOCK event), so all its clusters must be "
+                          f"resident at once, and {arch} has {most}; use block_dim <= {most}")
+
+
+class _Grid:
+    """What the clusters of a grid-synchronised launch share: the checker (GM is checked
+    across clusters), INTER_BLOCK counters and sync_all rounds. The clusters' cores all run
+    as coroutines of one scheduler, so a wait never holds a thread."""
+
+    def __init__(self, mixed, has_cube, has_vector, block_dim, check):
+        self.checker = Checker(check)
+        self.n = {"cube": block_dim if has_cube else 0,
+                  "vector": (2 * block_dim if mixed else block_dim) if has_vector else 0}
+        self.sets: dict = {}       # (core kind, event) -> sets per core (by block index)
+        self.waits: dict = {}
+        self.clk: dict = {}        # (core kind, event, round) -> joined release clocks
+        self.rounds: dict = {}     # (core_type, round) -> [arrivals, joined clock]
+
+    def count(self, table: dict, key) -> list:
+        got = table.get(key)
+        if got is None:
+            got = table[key] = [0] * self.n[key[0]]
+        return got
+
+    def members(self, core_type: str) -> int:
+        return {"MIX": self.n["cube"] + self.n["vector"], "AIV_ONLY": self.n["vector"],
+                "AIC_ONLY": self.n["cube"]}[core_type]
+
+    def run(self, clusters, t0) -> None:
+        gens = {(cl.index, core.id): core.run() for cl in clusters for core in cl.cores}
+        blocked: dict = {}
+        self.event = [0, 0, 0, time.perf_counter_ns() - t0, 0]
+        while gens:
+            before = sum(cl.steps for cl in clusters)
+            for key in list(gens):
+                try:
+                    blocked[key] = next(gens[key])
+                except StopIteration:
+                    del gens[key]
+                    blocked.pop(key, None)
+            if gens and sum(cl.steps for cl in clusters) == before:
+                raise _deadlock(blocked[min(blocked)])
+        self.event[4] = time.perf_counter_ns() - t0
+        for cl in clusters:
+            cl.leftovers()
+        for (kind, e), sets in sorted(self.sets.items()):
+            waits = self.count(self.waits, (kind, e))
+            for i, (s_, w) in enumerate(zip(sets, waits)):
+                if s_ != w:
+                    raise SyncError(f"INTER_BLOCK event {e}: {kind} core {i} set it {s_} times "
+                                    f"and waited {w} times; every {kind} core must set and "
+                                    f"wait it equally often (a set never waited)", None)
+
+
+def _deadlock(op) -> SyncError:
+    if op.name == "sync_all":
+        return SyncError(f"deadlock: sync_all({op.attrs['core_type']}) waits for cores that "
+                         f"never reach it: every core of the launch it names must call it "
+                         f"equally often", op.loc)
+    return SyncError(f"deadlock: {op.name} on {op.attrs['pipe']} (event "
+                     f"{op.attrs['event_id']}, {op.attrs['mode']}) waits for a set_cross_core "
+                     f"no core will make", op.loc)
 
 
 class _Cluster:
-    def __init__(self, progs, mixed, c, arrays, env, buffers, check):
-        self.checker = Checker(check)
+    def __init__(self, progs, mixed, c, arrays, env, buffers, check, grid=None):
+        self.index, self.grid = c, grid
+        self.checker = grid.checker if grid is not None else Checker(check)
         self.mail: dict = {}
+        self.unicast: dict = {}
         self.cores = []
+        self.bytes = self.flops = 0
+        self.event = None
         if mixed:
             self.cores.append(_Core(self, 0, progs["cube"], c, arrays, env, buffers))
             for v in (0, 1):
@@ -112,13 +240,10 @@ class _Cluster:
                     del gens[cid]
                     blocked.pop(cid, None)
             if gens and self.steps == before:
-                op = blocked[min(blocked)]
-                raise SyncError(f"deadlock: {op.name} on {op.attrs['pipe']} (event "
-                                f"{op.attrs['event_id']}) waits for a set_cross_core no core "
-                                f"of the cluster will make", op.loc)
-        self._leftovers()
+                raise _deadlock(blocked[min(blocked)])
+        self.leftovers()
 
-    def _leftovers(self) -> None:
+    def leftovers(self) -> None:
         for core in self.cores:
             for key, q in core.flags.items():
                 if q:
@@ -129,8 +254,9 @@ class _Cluster:
         for key, q in sorted(self.mail.items(), key=lambda kv: str(kv[0])):
             if q:
                 op = q[0][1]
-                raise SyncError(f"set_cross_core (event {op.attrs['event_id']}) is never "
-                                f"waited: add the matching wait_cross_core", op.loc)
+                raise SyncError(f"set_cross_core (event {op.attrs['event_id']}, "
+                                f"{op.attrs['mode']}) is never waited: add the matching "
+                                f"wait_cross_core", op.loc)
 
     def post(self, key, clk, op) -> None:
         self.mail.setdefault(key, deque()).append((clk, op))
@@ -141,10 +267,27 @@ class _Cluster:
     def take(self, keys) -> list:
         return [self.mail[k].popleft()[0] for k in keys]
 
+    def unicast_by(self, core, direction: str, e: int, op) -> None:
+        """A vector core's part in a UNICAST_BLOCK event: one vector core per (event,
+        direction), so which set a wait takes is never in doubt."""
+        subs = self.unicast.setdefault((direction, e), set())
+        subs.add(core.sub)
+        if len(subs) > 1:
+            raise SyncError(f"UNICAST_BLOCK event {e} ({direction}) is used by both vector "
+                            f"cores of cluster {self.index}: which set a wait takes would "
+                            f"depend on timing; use one event id per vector core, or "
+                            f"INTRA_BLOCK", op.loc)
+
 
 class _Core:
     def __init__(self, cluster, cid, prog, g0, arrays, env, buffers, sub=None):
         self.cluster, self.id, self.prog, self.sub = cluster, cid, prog, sub
+        self.kind = "cube" if cid == 0 else "vector"
+        self.g0 = g0
+        # the checker's name of this core: its id in the cluster, (cluster, id) when the
+        # checker spans the launch (grid-wide sync)
+        self.key = (cluster.index, cid) if cluster.grid is not None else cid
+        self.arrived: dict = {}       # sync_all rounds reached, per core_type
         self.arrays = arrays
         self.env = dict(env, g0=g0)
         self.bufs = {s: np.zeros(int(n), np.uint8) for s, n in buffers.items()}
@@ -174,12 +317,18 @@ class _Core:
                 yield from self.block(op.regions[arm], env)
             elif n == "tile":
                 self.vals[op.result] = self.tile(op, env)
+            elif n == "cross_wait" and op.attrs["mode"] == "INTER_BLOCK":
+                yield from self.grid_wait(op, env)
+                self.cluster.steps += 1
             elif n == "cross_wait":
                 keys = self.wait_keys(op, env)
                 while not self.cluster.ready(keys):
                     yield op
                 for clk in self.cluster.take(keys):
-                    self.chk.acquire((self.id, op.attrs["pipe"]), clk)
+                    self.chk.acquire((self.key, op.attrs["pipe"]), clk)
+                self.cluster.steps += 1
+            elif n == "sync_all":
+                yield from self.sync_all(op)
                 self.cluster.steps += 1
             else:
                 self.instr(op, env)
@@ -207,6 +356,8 @@ class _Core:
         from its first to its last element), or for an insert's destination the rows and
         columns it writes."""
         t = v.type
+        if not isinstance(t, TileType):
+            return None
         arr = self.vals[v]
         base = self.bufs[t.space]
         lo = arr.__array_interface__["data"][0] - base.__array_interface__["data"][0]
@@ -218,13 +369,15 @@ class _Core:
             if r > 0 and c > 0:
                 lo, hi = (lo + (o0 * rs + o1) * arr.itemsize,
                           lo + ((o0 + r - 1) * rs + o1 + c) * arr.itemsize)
-        return ("tile", self.owner[t.space], t.space), [lo], [hi]
+        owner = self.owner[t.space]
+        key = (self.cluster.index, owner) if self.cluster.grid is not None else owner
+        return ("tile", key, t.space), [lo], [hi]
 
     # -- instructions -----------------------------------------------------------------------
     def instr(self, op, env) -> None:
         n, a = op.name, op.attrs
         pipe = a.get("pipe", "S")
-        th = (self.id, pipe)
+        th = (self.key, pipe)
         if n in SYNC:
             SYNC[n](self, op, env, th)
             return
@@ -268,11 +421,42 @@ class _Core:
 
     def wait_keys(self, op, env) -> list:
         e = self.event(op, env)
-        if op.attrs["mode"] == "INTER_SUBBLOCK":
+        mode = op.attrs["mode"]
+        if mode == "INTER_SUBBLOCK":
             return [("sub", self.id, e)]
+        if mode == "UNICAST_BLOCK":
+            if self.id != 0:
+                self.cluster.unicast_by(self, "cube to vector", e, op)
+            return [("uni", self.id == 0, e)]
         if self.id == 0:
             return [("up", 1, e), ("up", 2, e)]
         return [("down", self.id, e)]
+
+    def grid_wait(self, op, env):
+        """INTER_BLOCK: the n-th wait completes once every core of this kind has set n
+        times; it acquires the join of their n-th sets."""
+        g, e = self.cluster.grid, self.event(op, env)
+        key = (self.kind, e)
+        n = g.count(g.waits, key)[self.g0] + 1
+        while min(g.count(g.sets, key)) < n:
+            yield op
+        g.waits[key][self.g0] = n
+        self.chk.acquire((self.key, op.attrs["pipe"]), g.clk[(self.kind, e, n)])
+
+    def sync_all(self, op):
+        """All of this core's pipes drain (bar_all), then it waits for every core of the
+        core_type to arrive at the same round, and takes their joined clocks."""
+        g, kind = self.cluster.grid, op.attrs["core_type"]
+        self.chk.bar_all(self.key)
+        r = self.arrived[kind] = self.arrived.get(kind, 0) + 1
+        slot = g.rounds.setdefault((kind, r), [0, {}])
+        slot[0] += 1
+        self.cluster.steps += 1
+        self.chk.acquire(("join", kind, r), self.chk.release((self.key, "S")))
+        while slot[0] < g.members(kind):
+            yield op
+        self.chk.acquire((self.key, "S"), self.chk.release(("join", kind, r)))
+        self.chk.bar_all(self.key)
 
     def event(self, op, env) -> int:
         e = int(self.ev(op.attrs["event_id"], env))
@@ -314,26 +498,38 @@ def _sync_wait(core, op, env, th):
 
 def _barrier(core, op, env, th):
     if op.attrs["which"] == "ALL":
-        core.chk.bar_all(core.id)
+        core.chk.bar_all(core.key)
 
 
 def _mutex(core, op, env, th):
     mid = int(core.ev(op.attrs["mutex_id"], env))
     if not 0 <= mid <= 31:
         raise ProRunError(f"mutex id {mid} is outside 0-31", op.loc)
-    (core.chk.lock if op.name == "mutex_lock" else core.chk.unlock)(core.id, op.attrs["pipe"],
-                                                                    mid)
+    (core.chk.lock if op.name == "mutex_lock" else core.chk.unlock)(core.key,
+                                                                    op.attrs["pipe"], mid)
 
 
 def _cross_set(core, op, env, th):
     e = core.event(op, env)
     clk = core.chk.release(th)
     cl = core.cluster
-    if op.attrs["mode"] == "INTER_SUBBLOCK":
+    mode = op.attrs["mode"]
+    if mode == "INTER_SUBBLOCK":
         if core.sub is None:
             raise ProRunError("INTER_SUBBLOCK events are between the two vector cores of a "
                               "mixed kernel", op.loc)
         cl.post(("sub", 3 - core.id, e), clk, op)
+    elif mode == "INTER_BLOCK":
+        g = cl.grid
+        sets = g.count(g.sets, (core.kind, e))
+        sets[core.g0] += 1
+        joined = g.clk.setdefault((core.kind, e, sets[core.g0]), {})
+        for k, v in clk.items():
+            joined[k] = max(joined.get(k, 0), v)
+    elif mode == "UNICAST_BLOCK":
+        if core.id != 0:
+            cl.unicast_by(core, "vector to cube", e, op)
+        cl.post(("uni", core.id != 0, e), clk, op)
     elif core.id == 0:
         cl.post(("down", 1, e), clk, op)
         cl.post(("down", 2, e), clk, op)
@@ -382,12 +578,14 @@ def _tload(core, op, env):
     a0, a1 = op.attrs.get("order") or (0, 1)
     box = src.reshape(c, r).T if a0 > a1 else src.reshape(r, c)   # descending: transposed
     _put(dst[:r, :c], box)
+    core.cluster.bytes += src.nbytes
 
 
 def _tstore(core, op, env):
     dst, r, c = _gm(core, op, env)
     src = core.vals[op.operands[0]]
     a = op.attrs
+    core.cluster.bytes += dst.nbytes
     if not (a.get("relu") or "scale" in a or a.get("atomic")):
         _put(dst, src[:r, :c].reshape(dst.shape))
         return
@@ -453,6 +651,7 @@ def _tmatmul(core, op, env):
     m, n = core.valid(op, env, acc.shape)
     k = max(0, min(int(core.ev(op.attrs["k_valid"], env)), a.shape[1]))
     prod = work(a[:m, :k]) @ work(b[:k, :n])
+    core.cluster.flops += 2 * m * n * k
     if acc.dtype.kind in "iu":
         prod = prod.astype(np.int64)
     if len(op.operands) == 4:           # the bias row, down every row
@@ -472,6 +671,7 @@ def _elementwise(core, op, env):
     if scalar is not None:
         scalar = core.ev(scalar, env)
     res = elementwise(op.name[1:], parts, scalar, op.attrs.get("scalar_side", "rhs"))
+    core.cluster.flops += r * c
     _put(d[:r, :c], np.broadcast_to(res, (r, c)))
 
 
@@ -481,4 +681,3 @@ _ELEMENTWISE = set(_O.ELEMENTWISE)
 KERNELS = {"tload": _tload, "tstore": _tstore, "tmov": _tmov, "tcvt": _tmov,
            "textract": _textract, "texpands": _texpands, "treduce": _treduce,
            "tmatmul": _tmatmul, "tinsert": _tinsert}
-_ = pro_check

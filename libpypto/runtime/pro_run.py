@@ -60,7 +60,7 @@ def run_record(doc, inputs=None, bind=None, seed=0, threads=None, verify=True,
                  k: v for k, v in scalars.items() if isinstance(v, int)},
                  "block_num": block_dim}.items())),
              "outputs": _outputs(arrays, roles, outputs_path, True), "checks": checks,
-             "events": [], "tasks": [], "compile": run.compile_info,
+             "events": run.events, "tasks": run.tasks(), "compile": run.compile_info,
              "notice": (notice + "; " if notice else "") +
              f"Pro kernel, {how}, block_dim {block_dim}, "
              f"{'race checker on' if check else 'race checker off'}; {said}",
@@ -80,6 +80,8 @@ class _Runs:
         self.compile_info: dict = {}
         self.native = None
         self.numpy_out = None
+        self.events: list = []        # the reported execution's, [0, task, worker, s, e]
+        self.work: dict = {}          # the Pro runner's GM bytes and flops
         if backend == "c":
             from . import code_op
             from .pro_native import ProNative
@@ -91,8 +93,21 @@ class _Runs:
 
     def pro_runner(self, threads: int, check: bool) -> dict:
         out = self.fresh()
-        pro_run(self.doc, out, self.env, self.block_dim, threads, check)
+        got = pro_run(self.doc, out, self.env, self.block_dim, threads, check)
+        self.work = {"bytes": got["bytes"], "flops": got["flops"]}
+        self.runner_events = got["events"]
         return out
+
+    def tasks(self) -> list:
+        """The run's one task op for pypto-prof: a cluster (its cores' programs), or with a
+        grid-wide sync a worker's share of the clusters (all resident, interleaved; the
+        Pro runner has one share)."""
+        from ..ir.pro_ops import grid_wide
+        progs = [op for op in self.doc.body if op.name == "program"]
+        return [{"program": "grid_share" if grid_wide(self.doc) else "cluster",
+                 "ops": [p.attrs["core"] for p in progs], "block": "",
+                 "bytes": self.work.get("bytes", 0), "flops": self.work.get("flops", 0),
+                 "loc": str(progs[0].loc) if progs and progs[0].loc else ""}]
 
     def main(self) -> tuple:
         """The outputs reported, and their wall time. With C, the Pro runner (and its
@@ -100,10 +115,13 @@ class _Runs:
         if self.native is None:
             t0 = time.perf_counter()
             out = self.pro_runner(self.threads, self.check)
+            self.events = self.runner_events
             return out, time.perf_counter() - t0
         self.numpy_out = self.pro_runner(self.threads, self.check)
         out = self.fresh()
-        return out, self.native(out, self.env, self.block_dim, self.threads)
+        wall = self.native(out, self.env, self.block_dim, self.threads)
+        self.events = self.native.last_events
+        return out, wall
 
     def again(self) -> float:
         """One more run of the reported execution (--repeat), without the checker: its wall

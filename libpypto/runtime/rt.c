@@ -188,6 +188,16 @@ static int pp_pool_grow(int n) {
     return pp_pool.nthreads;
 }
 
+/* Grow the pool to n workers (the caller included); how many there are. A launch whose
+   tasks must all run at once (a Pro kernel with a grid-wide sync, codegen/pro_launch.h)
+   asks first and makes no more tasks than workers. */
+int pypto_pool_size(int n) {
+    pthread_mutex_lock(&pp_pool.run_mu);
+    int have = pp_pool_grow(n);
+    pthread_mutex_unlock(&pp_pool.run_mu);
+    return have;
+}
+
 /* Returns 0 on success, -1 if no arena could be allocated or the run failed. */
 int pypto_run(int64_t ntasks, const int32_t *prog, void *const *tensors, const int64_t *tensor_off,
               const int64_t *scalars, const int64_t *scalar_off, int32_t *npred,

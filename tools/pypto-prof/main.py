@@ -15,7 +15,8 @@ EPILOG = examples(
     "pypto-trace op.py | pypto-run --bind x_0=4096 | pypto-prof",
     "pypto-prof run.msgpack --chrome trace.json     # open trace.json in ui.perfetto.dev",
     "pypto-prof run.msgpack --svg lanes.svg --fmt github -o profile.md",
-    "pypto-prof examples/softmax.py --bind x_0=4096   # run it first: predicted and measured")
+    "pypto-prof examples/softmax.py --bind x_0=4096   # run it first: predicted and measured",
+    "pypto-prof examples/pro/vadd.py --block-dim 8 --bind x_0=4096   # a Pro kernel")
 
 
 @app.command(epilog=EPILOG)
@@ -27,6 +28,7 @@ def prof(
     out: Out = "-", kernel: Kernel = None, const: Const = None, bind: Bind = None,
     target: Target = None, inputs: Inputs = None, input: Input = None, seed: Seed = 0,
     threads: Threads = None, backend: Backend = None, repeat: Repeat = 1,
+    block_dim: Optional[int] = typer.Option(None, "--block-dim", help="Pro kernel: the launch's block_dim (default 1)"),
     version: Version = False,
 ) -> None:
     """Print per-program, per-core and whole-run tables for a run record.
@@ -38,7 +40,8 @@ def prof(
     prof_main(src, out, chrome, svg, fmt,
               {"kernel": kernel, "const": const, "bind": bind, "target": target},
               {"inputs": inputs, "single": input, "seed": seed, "threads": threads,
-               "backend": backend, "repeat": repeat})
+               "backend": backend, "repeat": repeat,
+               "pro": None if block_dim is None else {"block_dim": block_dim}})
 
 
 def main() -> None:

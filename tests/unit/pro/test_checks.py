@@ -235,7 +235,7 @@ def test_missing_cross_core_event_is_a_gm_race(tmp_path):
 def test_cross_core_deadlock_and_unwaited_set(tmp_path):
     with pytest.raises(SyncError, match="deadlock: cross_wait on FIX"):
         mixed(tmp_path, cube_wait="pl.system.wait_cross_core(pipe=FIX, event_id=5)")
-    with pytest.raises(SyncError, match="set_cross_core .event 0. is never waited"):
+    with pytest.raises(SyncError, match="set_cross_core .event 0, INTRA_BLOCK. is never waited"):
         mixed(tmp_path, wait="pass", check=False)      # found without the race checker too
 
 

@@ -121,7 +121,7 @@ def test_example_through_the_pipe(name):
 
 
 SYNC = re.compile(r"^\s+(sync\(|cross_set\(|cross_wait\(|pl\.system\.(sync_src|sync_dst|"
-                  r"set_cross_core|wait_cross_core))")
+                  r"set_cross_core|wait_cross_core|sync_all))")
 
 
 def _sync_lines(src: list) -> list:
