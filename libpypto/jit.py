@@ -12,8 +12,11 @@ runtime.load); compiled C is also cached on disk by content.
 """
 from __future__ import annotations
 
+import ctypes
 import sys
 import types
+
+import numpy as np
 
 from .analysis.bind import check_array
 from .errors import PyptoError, UsageError
@@ -24,8 +27,26 @@ from .frontend.tensor import STATIC
 class JitKernel(Kernel):
     """A traceable kernel that also runs when called with arrays."""
 
+    _last_launch = None
+
+    def __init__(self, fn, **options):
+        super().__init__(fn, **options)
+        self._calls: dict = {}           # call-plan cache (call_kernel)
+
     def __call__(self, *args, **kwargs):
         return call_kernel(self, args, kwargs)
+
+    @property
+    def last_run(self):
+        """The timeline of the latest call (task starts, ends, cores, wall time), read from
+        the plan it ran; valid until that plan runs again."""
+        la = self._last_launch
+        return la.timing() if la is not None else self.__dict__.get("_last_run")
+
+    @last_run.setter
+    def last_run(self, value) -> None:
+        self._last_launch = None
+        self.__dict__["_last_run"] = value
 
 
 OWN_OPTIONS = ("backend", "target", "threads")
@@ -74,8 +95,75 @@ class Compiled:
 
 def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None) -> None:
     """Compile k for the signature of args (once), run it, write the outputs in place."""
-    import numpy as np
+    sig = _call_signature(k, args, kwargs)
+    if sig is not None:
+        entry = k._calls.get(sig[0])
+        if entry is not None:
+            la, ptrs = entry.launcher, sig[1]
+            la.run(ptrs if entry.order is None else [ptrs[i] for i in entry.order],
+                   1 if entry.tiny else threads or k.options.get("threads") or entry.cpus)
+            k._last_launch = la
+            return
+    entry = _slow_call(k, args, kwargs, threads)
+    if sig is not None and entry is not None:
+        if len(k._calls) >= MAX_CALL_PLANS:
+            k._calls.clear()
+        k._calls[sig[0]] = entry
 
+
+# the call-plan cache: calls whose tensors are all C-contiguous, writeable numpy arrays
+MAX_CALL_PLANS = 64
+_EMPTY = ctypes.c_char * 0
+
+
+def _call_signature(k: Kernel, args: tuple, kwargs: dict):
+    """(key, data pointers) of a call the call-plan cache can serve, else None.
+
+    The key holds every tensor argument's shape and dtype, the constants (by repr, as the
+    artifact cache does) and the options that pick the artifact; the sizes bound from the
+    shapes, the plan (task instances, dependency tables) and its GM access check are a
+    function of exactly these, so an entry found under the key needs none of them again. A
+    different shape, dtype, rank or constant is a different key and takes the full path,
+    which raises the errors of a bad call."""
+    nt = len(k.tensor_params)
+    if len(args) < nt:
+        return None
+    key, ptrs = [], []
+    for i in range(nt):
+        a = args[i]
+        if type(a) is not np.ndarray:
+            return None
+        f = a.flags
+        if not (f.c_contiguous and f.writeable):
+            return None
+        key.append(a.shape)
+        key.append(a.dtype)
+        ptrs.append(ctypes.addressof(_EMPTY.from_buffer(a)))
+    if len(args) > nt or kwargs:
+        key.append(repr(args[nt:]))
+        key.append(repr(sorted(kwargs.items())))
+    opts = k.options
+    key.append(opts.get("backend"))
+    key.append(opts.get("target"))
+    return tuple(key), ptrs
+
+
+class _CallPlan:
+    """A cached call: the plan's launcher and the argument order of its parameters."""
+
+    __slots__ = ("launcher", "order", "tiny", "cpus")
+
+    def __init__(self, launcher, names: list, tiny: bool, cpus: int):
+        self.launcher = launcher
+        order = [names.index(n) for n in launcher.params]
+        self.order = None if order == list(range(len(names))) else order
+        self.tiny = tiny
+        self.cpus = cpus                 # the default thread count, read when the plan is made
+
+
+def _slow_call(k: Kernel, args: tuple, kwargs: dict, threads: int | None):
+    """The full call: resolve, check, compile (once per signature), bind, plan, run. Returns
+    the call plan to cache when the native backend ran it, else None."""
     from .errors import RELEASE
     from .analysis.bind import run_sizes
     from .targets import host_cpus
@@ -93,18 +181,59 @@ def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None
     if comp is None:
         comp = k._cache[key] = Compiled(kk, consts, static, backend)
         k.compiles += 1
-    # contiguous buffers to run on; outputs are copied back where the caller's were not
-    work = {n: (a if a.flags.c_contiguous and a.flags.writeable else np.ascontiguousarray(a))
-            for n, a in tensors.items()}
+    work = _work_arrays(k, comp.doc, tensors)
     plan = comp.exe.plan(run_sizes(comp.doc, work))
-    k.last_run = comp.exe(plan, work, threads or k.options.get("threads") or host_cpus())
+    launcher = getattr(comp.exe, "launcher", lambda p: None)(plan)
+    tiny = is_tiny(plan)
+    nthreads = 1 if tiny else (threads or k.options.get("threads") or host_cpus())
+    if launcher is None:
+        k.last_run = comp.exe(plan, work, nthreads)
+    else:
+        launcher.run([work[n].ctypes.data for n in launcher.params], nthreads)
+        k._last_launch = launcher
     for n, a in tensors.items():
         if work[n] is not a:
-            try:
-                a[...] = work[n]
-            except ValueError:
-                raise PyptoError(f"{k.name}(): cannot write output {n} back into a read-only "
-                                 f"array") from None
+            a[...] = work[n]
+    return None if launcher is None else _CallPlan(launcher, list(tensors), tiny, host_cpus())
+
+
+def _work_arrays(k: Kernel, doc, tensors: dict) -> dict:
+    """C-contiguous buffers to run on: the caller's arrays where they are, else copies (an
+    output's copy is written back after the run). An output must be writeable."""
+    from .analysis.bind import param_roles
+    roles = param_roles(doc)
+    work = {}
+    for n, a in tensors.items():
+        out = roles.get(n) == "output"
+        if out and not a.flags.writeable:
+            raise PyptoError(f"{k.name}(): cannot write output {n} into a read-only array")
+        work[n] = a if a.flags.c_contiguous else np.array(a, order="C", copy=True)
+    return work
+
+
+# a run whose estimated work is below this runs on the calling thread alone: waking a
+# worker costs more than it saves (outputs are the same bits for any thread count)
+TINY_SECONDS = 20e-6
+
+
+def is_tiny(plan) -> bool:
+    """Whether a plan's work (GM bytes at 10 GB/s plus FLOPs at 20 GFLOP/s, both below this
+    machine's one-thread rates) is under TINY_SECONDS. Unknown work is not tiny."""
+    cached = getattr(plan, "tiny", None)
+    if cached is None:
+        from .analysis.work import task_work
+        exp = plan.exp
+        programs = {p.attrs["name"]: p for p in exp.programs}
+        seconds = 0.0
+        try:
+            for lc in exp.launches:
+                nbytes, flops = task_work(programs[exp.tasks[lc.task].attrs["program"]],
+                                          lc.scalars)
+                seconds += nbytes / 10e9 + flops / 20e9
+        except Exception:
+            seconds = float("inf")
+        cached = plan.tiny = seconds < TINY_SECONDS
+    return cached
 
 
 def _resolve(k: Kernel, args: tuple) -> Kernel:
