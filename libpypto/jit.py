@@ -184,7 +184,7 @@ def _slow_call(k: Kernel, args: tuple, kwargs: dict, threads: int | None):
     work = _work_arrays(k, comp.doc, tensors)
     plan = comp.exe.plan(run_sizes(comp.doc, work))
     launcher = getattr(comp.exe, "launcher", lambda p: None)(plan)
-    tiny = is_tiny(plan)
+    tiny = plan.tiny
     nthreads = 1 if tiny else (threads or k.options.get("threads") or host_cpus())
     if launcher is None:
         k.last_run = comp.exe(plan, work, nthreads)
@@ -209,31 +209,6 @@ def _work_arrays(k: Kernel, doc, tensors: dict) -> dict:
             raise PyptoError(f"{k.name}(): cannot write output {n} into a read-only array")
         work[n] = a if a.flags.c_contiguous else np.array(a, order="C", copy=True)
     return work
-
-
-# a run whose estimated work is below this runs on the calling thread alone: waking a
-# worker costs more than it saves (outputs are the same bits for any thread count)
-TINY_SECONDS = 20e-6
-
-
-def is_tiny(plan) -> bool:
-    """Whether a plan's work (GM bytes at 10 GB/s plus FLOPs at 20 GFLOP/s, both below this
-    machine's one-thread rates) is under TINY_SECONDS. Unknown work is not tiny."""
-    cached = getattr(plan, "tiny", None)
-    if cached is None:
-        from .analysis.work import task_work
-        exp = plan.exp
-        programs = {p.attrs["name"]: p for p in exp.programs}
-        seconds = 0.0
-        try:
-            for lc in exp.launches:
-                nbytes, flops = task_work(programs[exp.tasks[lc.task].attrs["program"]],
-                                          lc.scalars)
-                seconds += nbytes / 10e9 + flops / 20e9
-        except Exception:
-            seconds = float("inf")
-        cached = plan.tiny = seconds < TINY_SECONDS
-    return cached
 
 
 def _resolve(k: Kernel, args: tuple) -> Kernel:

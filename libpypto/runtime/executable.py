@@ -16,11 +16,16 @@ from ..errors import PyptoError
 from ..analysis.expand import Expansion, expand
 
 
+# estimated work under which a run is "tiny" (Plan.tiny)
+TINY_SECONDS = 20e-6
+
+
 class Plan:
     """Everything a launch needs for one binding, except the parameter arrays."""
 
     def __init__(self, exp: Expansion):
         self.exp = exp
+        self._tiny = None
         n = exp.n
         launch_of = exp.launch_of.astype(np.int64)
         # tensor table: per task op, its gm ops; pointers are refreshed per call
@@ -59,6 +64,27 @@ class Plan:
         self.succ = np.asarray([x for s in succ for x in s] or [0], np.int64)
         self.workspaces = {op: np.zeros(exp.shapes[op], op.result.type.dtype.np)
                            for op in exp.gms if "param" not in op.attrs}
+
+    @property
+    def tiny(self) -> bool:
+        """Whether this run's estimated work (GM bytes at 10 GB/s plus FLOPs at 20 GFLOP/s,
+        both below one thread's rates here) is under TINY_SECONDS: then waking a worker
+        costs more than it saves, and the JIT runs it on the calling thread alone, holding
+        the GIL (outputs are the same bits for any thread count). Unknown work is not tiny."""
+        if self._tiny is None:
+            from ..analysis.work import task_work
+            exp = self.exp
+            programs = {p.attrs["name"]: p for p in exp.programs}
+            seconds = 0.0
+            try:
+                for lc in exp.launches:
+                    nbytes, flops = task_work(programs[exp.tasks[lc.task].attrs["program"]],
+                                              lc.scalars)
+                    seconds += nbytes / 10e9 + flops / 20e9
+            except Exception:
+                seconds = float("inf")
+            self._tiny = seconds < TINY_SECONDS
+        return self._tiny
 
     def instance(self, i: int) -> tuple:
         """(task index, index within its launch) of instance i."""
@@ -147,9 +173,13 @@ class NativeExecutable:
         self.standalone = lib_path if is_sanitized(lib_path) else None
         if self.standalone is None:
             self.lib = ctypes.CDLL(lib_path)
+            # the same function twice: releasing the GIL for the run, and holding it (a
+            # tiny run: releasing and taking back the GIL would cost more than the run)
             self.launch = self.lib.pypto_launch
-            self.launch.argtypes = [ctypes.c_void_p, ctypes.c_int]
-            self.launch.restype = ctypes.c_int
+            self.launch_gil = ctypes.PyDLL(lib_path).pypto_launch
+            for f in (self.launch, self.launch_gil):
+                f.argtypes = [ctypes.c_void_p, ctypes.c_int]
+                f.restype = ctypes.c_int
 
     def plan(self, env: dict) -> Plan:
         key = tuple(sorted(env.items()))
@@ -164,7 +194,8 @@ class NativeExecutable:
             return None
         la = getattr(plan, "launcher", None)
         if la is None:
-            la = plan.launcher = Launcher(self.launch, plan)
+            la = plan.launcher = Launcher(self.launch_gil if plan.tiny else self.launch,
+                                              plan)
         return la
 
     def __call__(self, plan: Plan, arrays: dict, nthreads: int) -> dict:

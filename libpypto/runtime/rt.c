@@ -216,7 +216,6 @@ static int pp_pool_grow(int n) {
 
 /* Run st on `use` workers, the caller being worker 0 (run_mu held). */
 static void pp_run_on_pool(pp_run_state *st, int use) {
-    clock_gettime(CLOCK_MONOTONIC, &st->t0);
     if (use <= 1) {
         pp_work(st, 0, pp_pool.arena[0]);
         return;
@@ -235,11 +234,12 @@ static void pp_run_on_pool(pp_run_state *st, int use) {
     pthread_mutex_unlock(&pp_pool.mu);
 }
 
-/* Returns 0 on success, -1 if no arena could be allocated or the run failed. */
-int pypto_run(int64_t ntasks, const int32_t *prog, void *const *tensors, const int64_t *tensor_off,
-              const int64_t *scalars, const int64_t *scalar_off, int32_t *npred,
-              const int64_t *succ_off, const int64_t *succ, int nthreads,
-              int64_t *t_start, int64_t *t_end, int32_t *t_core) {
+/* A run whose clock starts at t0. Returns 0 on success, -1 if no arena could be allocated
+   or the run failed. */
+static int pp_run(int64_t ntasks, const int32_t *prog, void *const *tensors,
+                  const int64_t *tensor_off, const int64_t *scalars, const int64_t *scalar_off,
+                  int32_t *npred, const int64_t *succ_off, const int64_t *succ, int nthreads,
+                  int64_t *t_start, int64_t *t_end, int32_t *t_core, const struct timespec *t0) {
     pp_run_state st;
     memset(&st, 0, sizeof st);
     st.ntasks = ntasks; st.prog = prog; st.tensors = tensors; st.tensor_off = tensor_off;
@@ -248,6 +248,7 @@ int pypto_run(int64_t ntasks, const int32_t *prog, void *const *tensors, const i
     st.t_start = t_start; st.t_end = t_end; st.t_core = t_core;
     st.arena_bytes = pypto_arena_bytes;
     st.remaining = ntasks;
+    st.t0 = *t0;
     st.heap = (int64_t *)malloc(sizeof(int64_t) * (size_t)(ntasks > 0 ? ntasks : 1));
     if (!st.heap) return -1;
     pthread_mutex_init(&st.mu, NULL);
@@ -270,6 +271,17 @@ int pypto_run(int64_t ntasks, const int32_t *prog, void *const *tensors, const i
     pthread_cond_destroy(&st.cv);
     free(st.heap);
     return rc;
+}
+
+/* Returns 0 on success, -1 if no arena could be allocated or the run failed. */
+int pypto_run(int64_t ntasks, const int32_t *prog, void *const *tensors, const int64_t *tensor_off,
+              const int64_t *scalars, const int64_t *scalar_off, int32_t *npred,
+              const int64_t *succ_off, const int64_t *succ, int nthreads,
+              int64_t *t_start, int64_t *t_end, int32_t *t_core) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    return pp_run(ntasks, prog, tensors, tensor_off, scalars, scalar_off, npred, succ_off, succ,
+                  nthreads, t_start, t_end, t_core, &t0);
 }
 
 /* One launch of a prepared plan (libpypto/runtime/executable.py, Launcher, mirrors this
@@ -297,8 +309,8 @@ int pypto_launch(pp_launch *L, int nthreads) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int64_t k = 0; k < L->nslots; k++) L->tensors[k] = L->bufs[L->slot[k]];
     if (L->ntasks > 0) memcpy(L->npred, L->npred0, sizeof(int32_t) * (size_t)L->ntasks);
-    int rc = pypto_run(L->ntasks, L->prog, L->tensors, L->tensor_off, L->scalars, L->scalar_off,
-                       L->npred, L->succ_off, L->succ, nthreads, L->t_start, L->t_end, L->t_core);
+    int rc = pp_run(L->ntasks, L->prog, L->tensors, L->tensor_off, L->scalars, L->scalar_off,
+                    L->npred, L->succ_off, L->succ, nthreads, L->t_start, L->t_end, L->t_core, &t0);
     L->wall_ns = pp_now_ns(&t0);
     return rc;
 }

@@ -202,4 +202,4 @@ def test_tiny_plans_run_on_the_calling_thread():
     axpy.options["threads"] = 2
     axpy(xb, yb, outb)
     check_axpy(xb, yb, outb)
-    assert not jitmod.is_tiny(axpy._calls[next(reversed(axpy._calls))].launcher.plan)
+    assert not axpy._calls[next(reversed(axpy._calls))].launcher.plan.tiny

@@ -1,0 +1,130 @@
+"""What a JIT call costs besides the kernel's work, and what the runtime spends per task.
+
+Two tables, with one thread and with two:
+
+- calls: a tiny kernel (8 x 256 fp32 add) called in a loop, its arrays reused (the call-plan
+  cache serves it). "pypto call" is the time per call seen by the caller; "kernel work" is
+  the time the task instances themselves ran (sum of end - start from the run's timeline);
+  "overhead" is the difference: signature lookup, the foreign call, the runtime's launch.
+  numpy's np.add(x, y, out=o) and x + y are the same op for comparison. "new size" is a call
+  with a DYNAMIC size not seen before (no compile, but binding, task expansion, the access
+  check and the plan are built): what the call-plan cache saves.
+- dispatch: one kernel of many tiny tasks (row blocks of an add). Per task: the wall time,
+  the tasks' own time, and the dispatch cost (threads x wall - task time) / tasks, i.e. the
+  time a worker spends per task not running it (taking it, timing it, waking successors).
+
+Method: interleaved batches (a batch of calls of one side, then of the other), the per-call
+mean of each batch, medians over batches. Times are measured, never asserted.
+
+    python bench/calls.py [--quick] [--reps N]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+from tabulate import tabulate
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import libpypto as pypto  # noqa: E402
+
+
+@pypto.jit
+def add(x: pypto.Tensor[[pypto.DYNAMIC, 256], pypto.DT_FP32],
+        y: pypto.Tensor[[pypto.DYNAMIC, 256], pypto.DT_FP32],
+        out: pypto.Tensor[[pypto.DYNAMIC, 256], pypto.DT_FP32]):
+    pypto.set_vec_tile_shapes(8, 256)
+    out[:] = x + y
+
+
+def per_call(fn, n: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t0) / n
+
+
+def task_time(kernel) -> tuple[float, float, int]:
+    """(sum of task durations, wall) in seconds and the task count of the latest call."""
+    run = kernel.last_run
+    return (float(np.sum(run["end_ns"] - run["start_ns"])) / 1e9, float(run["wall_s"]),
+            len(run["start_ns"]))
+
+
+def call_rows(reps: int, batch: int) -> list:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 256), dtype=np.float32)
+    y = rng.standard_normal((8, 256), dtype=np.float32)
+    o = np.zeros_like(x)
+    rows = []
+    for threads in (1, 2):
+        add.options["threads"] = threads
+        add(x, y, o)
+        np.testing.assert_array_equal(o, x + y)
+        ours, work, np_out, np_alloc = [], [], [], []
+        for _ in range(reps):
+            ours.append(per_call(lambda: add(x, y, o), batch))
+            work.append(task_time(add)[0])     # the batch's last call
+            np_out.append(per_call(lambda: np.add(x, y, out=o), batch))
+            np_alloc.append(per_call(lambda: x + y, batch))
+        fresh = []
+        for k in range(min(reps, 20)):           # DYNAMIC sizes not seen before: plan misses
+            xs = np.ones((8 + 8 * (k + 1) + 1000 * threads, 256), np.float32)
+            os_ = np.zeros_like(xs)
+            t0 = time.perf_counter()
+            add(xs, xs, os_)
+            fresh.append(time.perf_counter() - t0)
+        a, w = statistics.median(ours), statistics.median(work)
+        rows.append(["8x256 f32 add", threads, f"{a * 1e6:.2f}", f"{w * 1e6:.2f}",
+                     f"{(a - w) * 1e6:.2f}", f"{statistics.median(np_out) * 1e6:.2f}",
+                     f"{statistics.median(np_alloc) * 1e6:.2f}",
+                     f"{statistics.median(fresh) * 1e6:.0f}"])
+    return rows
+
+
+def dispatch_rows(reps: int, tasks: int) -> list:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8 * tasks, 256), dtype=np.float32)
+    o = np.zeros_like(x)
+    rows = []
+    for threads in (1, 2):
+        add.options["threads"] = threads
+        add(x, x, o)
+        np.testing.assert_array_equal(o, x + x)
+        busy, walls = [], []
+        for _ in range(reps):
+            add(x, x, o)
+            b, w, n = task_time(add)
+            busy.append(b)
+            walls.append(w)
+        b, w = statistics.median(busy), statistics.median(walls)
+        rows.append([f"{n} tasks of 8x256 add", threads, f"{w * 1e3:.3f}",
+                     f"{w / n * 1e6:.3f}", f"{b / n * 1e6:.3f}",
+                     f"{(threads * w - b) / n * 1e6:.3f}"])
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=31, help="batches per side (medians)")
+    ap.add_argument("--quick", action="store_true", help="few, small batches (a smoke test)")
+    args = ap.parse_args(argv)
+    reps = 3 if args.quick else args.reps
+    batch = 20 if args.quick else 400
+    print(tabulate(call_rows(reps, batch),
+                   headers=["call", "threads", "pypto call us", "kernel work us", "overhead us",
+                            "np.add(out=) us", "numpy x+y us", "new size us"]))
+    print()
+    print(tabulate(dispatch_rows(reps, 64 if args.quick else 4096),
+                   headers=["run", "threads", "wall ms", "wall/task us", "task time/task us",
+                            "dispatch/task us"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
