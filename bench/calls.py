@@ -6,7 +6,10 @@ Two tables, with one thread and with two:
   cache serves it). "pypto call" is the time per call seen by the caller; "kernel work" is
   the time the task instances themselves ran (sum of end - start from the run's timeline);
   "overhead" is the difference: signature lookup, the foreign call, the runtime's launch.
-  numpy's np.add(x, y, out=o) and x + y are the same op for comparison. "new size" is a call
+  numpy's np.add(x, y, out=o) and x + y are the same op for comparison. The "cpu" columns
+  count the calling thread's CPU time instead of wall time: on a shared machine they leave
+  out the time the OS gave the core to other processes (a tiny call runs on the calling
+  thread alone, so its CPU time is its whole cost). "new size" is a call
   with a DYNAMIC size not seen before (no compile, but binding, task expansion, the access
   check and the plan are built): what the call-plan cache saves.
 - dispatch: one kernel of many tiny tasks (row blocks of an add). Per task: the wall time,
@@ -44,11 +47,16 @@ def add(x: pypto.Tensor[[pypto.DYNAMIC, 256], pypto.DT_FP32],
     out[:] = x + y
 
 
-def per_call(fn, n: int) -> float:
-    t0 = time.perf_counter()
+def per_call(fn, n: int, cpu: list | None = None) -> float:
+    """Mean wall time per call of a batch of n; the caller thread's CPU time per call is
+    appended to cpu (it leaves out the time the OS gave the core to other processes)."""
+    c0, t0 = time.thread_time(), time.perf_counter()
     for _ in range(n):
         fn()
-    return (time.perf_counter() - t0) / n
+    t1, c1 = time.perf_counter(), time.thread_time()
+    if cpu is not None:
+        cpu.append((c1 - c0) / n)
+    return (t1 - t0) / n
 
 
 def task_time(kernel) -> tuple[float, float, int]:
@@ -68,11 +76,11 @@ def call_rows(reps: int, batch: int) -> list:
         add.options["threads"] = threads
         add(x, y, o)
         np.testing.assert_array_equal(o, x + y)
-        ours, work, np_out, np_alloc = [], [], [], []
+        ours, work, np_out, np_alloc, cpu, np_cpu = [], [], [], [], [], []
         for _ in range(reps):
-            ours.append(per_call(lambda: add(x, y, o), batch))
+            ours.append(per_call(lambda: add(x, y, o), batch, cpu))
             work.append(task_time(add)[0])     # the batch's last call
-            np_out.append(per_call(lambda: np.add(x, y, out=o), batch))
+            np_out.append(per_call(lambda: np.add(x, y, out=o), batch, np_cpu))
             np_alloc.append(per_call(lambda: x + y, batch))
         fresh = []
         for k in range(min(reps, 20)):           # DYNAMIC sizes not seen before: plan misses
@@ -82,9 +90,11 @@ def call_rows(reps: int, batch: int) -> list:
             add(xs, xs, os_)
             fresh.append(time.perf_counter() - t0)
         a, w = statistics.median(ours), statistics.median(work)
+        c = statistics.median(cpu)
         rows.append(["8x256 f32 add", threads, f"{a * 1e6:.2f}", f"{min(ours) * 1e6:.2f}",
-                     f"{w * 1e6:.2f}",
-                     f"{(a - w) * 1e6:.2f}", f"{statistics.median(np_out) * 1e6:.2f}",
+                     f"{c * 1e6:.2f}", f"{w * 1e6:.2f}", f"{(a - w) * 1e6:.2f}",
+                     f"{(c - w) * 1e6:.2f}", f"{statistics.median(np_out) * 1e6:.2f}",
+                     f"{statistics.median(np_cpu) * 1e6:.2f}",
                      f"{statistics.median(np_alloc) * 1e6:.2f}",
                      f"{statistics.median(fresh) * 1e6:.0f}"])
     return rows
@@ -134,8 +144,9 @@ def main(argv=None) -> int:
     reps = 3 if args.quick else args.reps
     batch = 20 if args.quick else 400
     print(tabulate(call_rows(reps, batch),
-                   headers=["call", "threads", "pypto call us", "best", "kernel work us", "overhead us",
-                            "np.add(out=) us", "numpy x+y us", "new size us"]))
+                   headers=["call", "threads", "pypto call us", "best", "cpu us", "kernel work us",
+                            "overhead us", "overhead cpu us", "np.add(out=) us",
+                            "np.add cpu us", "numpy x+y us", "new size us"]))
     print()
     print(tabulate(dispatch_rows(reps, 64 if args.quick else 4096),
                    headers=["run", "threads", "wall ms", "wall/task us", "task time/task us",

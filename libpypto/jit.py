@@ -32,9 +32,17 @@ class JitKernel(Kernel):
     def __init__(self, fn, **options):
         super().__init__(fn, **options)
         self._calls: dict = {}           # call-plan cache (call_kernel)
+        self._ntensors = len(self.tensor_params)
 
     def __call__(self, *args, **kwargs):
-        return call_kernel(self, args, kwargs)
+        # the call-plan cache's hit, inline (call_kernel is the whole story)
+        sig = _call_signature(self, args, kwargs)
+        if sig is not None:
+            entry = self._calls.get(sig[0])
+            if entry is not None:
+                entry.run(self, sig[1], None)
+                return None
+        return call_kernel(self, args, kwargs, sig=sig)
 
     @property
     def last_run(self):
@@ -93,17 +101,19 @@ class Compiled:
         self.exe = load(self.doc)
 
 
-def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None) -> None:
-    """Compile k for the signature of args (once), run it, write the outputs in place."""
-    sig = _call_signature(k, args, kwargs)
-    if sig is not None:
-        entry = k._calls.get(sig[0])
-        if entry is not None:
-            la, ptrs = entry.launcher, sig[1]
-            la.run(ptrs if entry.order is None else [ptrs[i] for i in entry.order],
-                   1 if entry.tiny else threads or k.options.get("threads") or entry.cpus)
-            k._last_launch = la
-            return
+def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None,
+                sig=False) -> None:
+    """Compile k for the signature of args (once), run it, write the outputs in place.
+
+    A call whose signature (_call_signature) has a call plan runs it: one foreign call.
+    Any other takes the full path (_slow_call), which caches the call plan it made."""
+    if sig is False:
+        sig = _call_signature(k, args, kwargs)
+        if sig is not None:
+            entry = k._calls.get(sig[0])
+            if entry is not None:
+                entry.run(k, sig[1], threads)
+                return
     entry = _slow_call(k, args, kwargs, threads)
     if sig is not None and entry is not None:
         if len(k._calls) >= MAX_CALL_PLANS:
@@ -111,9 +121,12 @@ def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None
         k._calls[sig[0]] = entry
 
 
-# the call-plan cache: calls whose tensors are all C-contiguous, writeable numpy arrays
+# the call-plan cache: calls whose tensors are all C-contiguous, aligned, writeable numpy
+# arrays (what the full path would run on without a copy)
 MAX_CALL_PLANS = 64
-_EMPTY = ctypes.c_char * 0
+_ndarray = np.ndarray
+_addressof = ctypes.addressof
+_buffer_of = (ctypes.c_char * 0).from_buffer     # the data pointer at a third of a.ctypes.data
 
 
 def _call_signature(k: Kernel, args: tuple, kwargs: dict):
@@ -125,20 +138,16 @@ def _call_signature(k: Kernel, args: tuple, kwargs: dict):
     function of exactly these, so an entry found under the key needs none of them again. A
     different shape, dtype, rank or constant is a different key and takes the full path,
     which raises the errors of a bad call."""
-    nt = len(k.tensor_params)
+    nt = k._ntensors
     if len(args) < nt:
         return None
-    key, ptrs = [], []
-    for i in range(nt):
-        a = args[i]
-        if type(a) is not np.ndarray:
+    key = []
+    ptrs = []
+    for a in args[:nt]:
+        if type(a) is not _ndarray or not a.flags.carray:
             return None
-        f = a.flags
-        if not (f.c_contiguous and f.writeable):
-            return None
-        key.append(a.shape)
-        key.append(a.dtype)
-        ptrs.append(ctypes.addressof(_EMPTY.from_buffer(a)))
+        key += (a.shape, a.dtype)
+        ptrs.append(_addressof(_buffer_of(a)))
     if len(args) > nt or kwargs:
         key.append(repr(args[nt:]))
         key.append(repr(sorted(kwargs.items())))
@@ -159,6 +168,13 @@ class _CallPlan:
         self.order = None if order == list(range(len(names))) else order
         self.tiny = tiny
         self.cpus = cpus                 # the default thread count, read when the plan is made
+
+    def run(self, k: Kernel, ptrs: list, threads: int | None) -> None:
+        la = self.launcher
+        if self.order is not None:
+            ptrs = [ptrs[i] for i in self.order]
+        la.run(ptrs, 1 if self.tiny else threads or k.options.get("threads") or self.cpus)
+        k._last_launch = la
 
 
 def _slow_call(k: Kernel, args: tuple, kwargs: dict, threads: int | None):

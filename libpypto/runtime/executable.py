@@ -92,9 +92,13 @@ class Plan:
         return lc.task, i - lc.first
 
 
+DIRECT_ARGS = 8            # rt.c PP_DIRECT: parameter pointers passed as arguments
+
+
 class _LaunchStruct(ctypes.Structure):
     """rt.c's pp_launch, field for field."""
-    _fields_ = [("ntasks", ctypes.c_int64), ("nslots", ctypes.c_int64)] + [
+    _fields_ = [("ntasks", ctypes.c_int64), ("nslots", ctypes.c_int64),
+                ("nargs", ctypes.c_int64)] + [
         (name, ctypes.c_void_p) for name in (
             "prog", "tensors", "slot", "bufs", "tensor_off", "scalars", "scalar_off", "npred0",
             "npred", "succ_off", "succ", "t_start", "t_end", "t_core")] + [
@@ -106,10 +110,12 @@ class Launcher:
 
     Everything but the parameters' data pointers is fixed per plan: the task tables, the
     workspaces, the scratch the runtime consumes (dependency counts, the flat tensor table)
-    and the timeline arrays. `params` names the parameters in buffer order; a run sets their
-    pointers and calls once, and the runtime fills the flat tensor table itself through
-    `slot` (no Python per task). Runs of one launcher are serialised by its lock (they share
-    the scratch); the timeline of the latest run stays readable until the next one."""
+    and the timeline arrays. `params` names the parameters in buffer order; a run passes
+    their pointers (up to DIRECT_ARGS of them as arguments of the one foreign call) and the
+    runtime fills the flat tensor table itself through `slot` (no Python per task). The
+    runtime serialises the runs of a library (they share the plan's scratch); a kernel of
+    more parameters sets them in `bufs` under this launcher's lock. The timeline of the
+    latest run stays readable until the next one."""
 
     def __init__(self, fn, plan: Plan):
         self.fn, self.plan = fn, plan
@@ -140,17 +146,23 @@ class Launcher:
                 "scalar_off": plan.scalar_off, "npred0": np.ascontiguousarray(plan.npred),
                 "succ_off": plan.succ_off, "succ": plan.succ}
         self._keep = keep                   # the struct points into these arrays
-        self.struct = _LaunchStruct(ntasks=n, nslots=len(slots), bufs=ctypes.addressof(self.bufs),
+        direct = len(params) <= DIRECT_ARGS
+        self.pad = [None] * (DIRECT_ARGS - len(params)) if direct else None
+        self.struct = _LaunchStruct(ntasks=n, nslots=len(slots), nargs=len(params) if direct
+                                    else 0, bufs=ctypes.addressof(self.bufs),
                                     **{k: a.ctypes.data for k, a in keep.items()})
         self.addr = ctypes.addressof(self.struct)
 
-    def run(self, pointers, nthreads: int) -> None:
+    def run(self, pointers: list, nthreads: int) -> None:
         """One run with the parameters' data pointers in `params` order."""
-        with self.lock:
-            bufs = self.bufs
-            for i, p in enumerate(pointers):
-                bufs[i] = p
-            rc = self.fn(self.addr, nthreads)
+        if self.pad is not None:
+            rc = self.fn(self.addr, nthreads, *pointers, *self.pad)
+        else:
+            with self.lock:
+                bufs = self.bufs
+                for i, p in enumerate(pointers):
+                    bufs[i] = p
+                rc = self.fn(self.addr, nthreads, *([None] * DIRECT_ARGS))
         if rc != 0:
             raise PyptoError("the runtime could not start its worker threads or arenas, or its "
                              "task tables have a dependency cycle")
@@ -178,7 +190,7 @@ class NativeExecutable:
             self.launch = self.lib.pypto_launch
             self.launch_gil = ctypes.PyDLL(lib_path).pypto_launch
             for f in (self.launch, self.launch_gil):
-                f.argtypes = [ctypes.c_void_p, ctypes.c_int]
+                f.argtypes = [ctypes.c_void_p, ctypes.c_int] + [ctypes.c_void_p] * DIRECT_ARGS
                 f.restype = ctypes.c_int
 
     def plan(self, env: dict) -> Plan:

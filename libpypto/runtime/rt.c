@@ -234,8 +234,8 @@ static void pp_run_on_pool(pp_run_state *st, int use) {
     pthread_mutex_unlock(&pp_pool.mu);
 }
 
-/* A run whose clock starts at t0. Returns 0 on success, -1 if no arena could be allocated
-   or the run failed. */
+/* A run whose clock starts at t0, the caller holding run_mu. Returns 0 on success, -1 if no
+   arena could be allocated or the run failed. */
 static int pp_run(int64_t ntasks, const int32_t *prog, void *const *tensors,
                   const int64_t *tensor_off, const int64_t *scalars, const int64_t *scalar_off,
                   int32_t *npred, const int64_t *succ_off, const int64_t *succ, int nthreads,
@@ -257,7 +257,6 @@ static int pp_run(int64_t ntasks, const int32_t *prog, void *const *tensors,
         if (npred[t] == 0) pp_heap_push(&st, t);
     if (nthreads < 1) nthreads = 1;
     if (ntasks < nthreads) nthreads = ntasks > 1 ? (int)ntasks : 1;   /* no idle workers */
-    pthread_mutex_lock(&pp_pool.run_mu);
     int have = pp_pool_grow(nthreads);
     int rc = 0;
     if (have == 0) {
@@ -266,7 +265,6 @@ static int pp_run(int64_t ntasks, const int32_t *prog, void *const *tensors,
         pp_run_on_pool(&st, have < nthreads ? have : nthreads);
         if (st.failed || st.remaining != 0) rc = -1;
     }
-    pthread_mutex_unlock(&pp_pool.run_mu);
     pthread_mutex_destroy(&st.mu);
     pthread_cond_destroy(&st.cv);
     free(st.heap);
@@ -280,21 +278,28 @@ int pypto_run(int64_t ntasks, const int32_t *prog, void *const *tensors, const i
               int64_t *t_start, int64_t *t_end, int32_t *t_core) {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    return pp_run(ntasks, prog, tensors, tensor_off, scalars, scalar_off, npred, succ_off, succ,
-                  nthreads, t_start, t_end, t_core, &t0);
+    pthread_mutex_lock(&pp_pool.run_mu);
+    int rc = pp_run(ntasks, prog, tensors, tensor_off, scalars, scalar_off, npred, succ_off,
+                    succ, nthreads, t_start, t_end, t_core, &t0);
+    pthread_mutex_unlock(&pp_pool.run_mu);
+    return rc;
 }
 
 /* One launch of a prepared plan (libpypto/runtime/executable.py, Launcher, mirrors this
-   struct): the flat tensor table is filled from the buffer pointers (the parameters, set per
-   call, and the workspaces) through the slot of each entry, the dependency counts are
-   reset from their initial values, and the wall time of the run is recorded. The caller
-   prepares everything once per plan, so a call from Python is one foreign call. */
+   struct): the parameters' data pointers come as arguments (at most PP_DIRECT of them; with
+   more, nargs is 0 and the caller has set them in bufs), then the flat tensor table is filled
+   from the buffer pointers (the parameters and the workspaces) through the slot of each
+   entry, the dependency counts are reset from their initial values, and the wall time of
+   the run is recorded. All of it under run_mu, so concurrent launches of one plan take
+   turns. The caller prepares everything once per plan: a call from Python is one foreign
+   call. */
+#define PP_DIRECT 8
 typedef struct {
-    int64_t ntasks, nslots;
+    int64_t ntasks, nslots, nargs;
     const int32_t *prog;
     void **tensors;               /* nslots entries, filled here */
     const int64_t *slot;          /* per entry of tensors: its index in bufs */
-    void *const *bufs;
+    void **bufs;                  /* the parameters (the first nargs), then the workspaces */
     const int64_t *tensor_off, *scalars, *scalar_off;
     const int32_t *npred0;        /* initial unfinished predecessors */
     int32_t *npred;               /* scratch, ntasks entries */
@@ -304,14 +309,19 @@ typedef struct {
     int64_t wall_ns;              /* out */
 } pp_launch;
 
-int pypto_launch(pp_launch *L, int nthreads) {
+int pypto_launch(pp_launch *L, int nthreads, void *p0, void *p1, void *p2, void *p3, void *p4,
+                 void *p5, void *p6, void *p7) {
+    void *direct[PP_DIRECT] = {p0, p1, p2, p3, p4, p5, p6, p7};
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    pthread_mutex_lock(&pp_pool.run_mu);
+    for (int64_t k = 0; k < L->nargs && k < PP_DIRECT; k++) L->bufs[k] = direct[k];
     for (int64_t k = 0; k < L->nslots; k++) L->tensors[k] = L->bufs[L->slot[k]];
     if (L->ntasks > 0) memcpy(L->npred, L->npred0, sizeof(int32_t) * (size_t)L->ntasks);
     int rc = pp_run(L->ntasks, L->prog, L->tensors, L->tensor_off, L->scalars, L->scalar_off,
                     L->npred, L->succ_off, L->succ, nthreads, L->t_start, L->t_end, L->t_core, &t0);
     L->wall_ns = pp_now_ns(&t0);
+    pthread_mutex_unlock(&pp_pool.run_mu);
     return rc;
 }
 

@@ -68,4 +68,4 @@ def test_launcher_struct_matches_the_tables():
     assert la is exe.launcher(plan) and la.params == ["x", "y", "out"]
     assert la.struct.ntasks == plan.exp.n == 3
     assert la.struct.prog == plan.prog.ctypes.data
-    assert ctypes.sizeof(la.struct) == 8 * 17
+    assert ctypes.sizeof(la.struct) == 8 * 18
