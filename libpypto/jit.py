@@ -9,6 +9,18 @@ dims, the constant parameters, the backend, the target and the pypto version. DY
 named dims are not part of it: one artifact serves every size. Tracing, lowering, emitting
 and loading go through exactly the tools' library calls (driver.lower, schedule, emit and
 runtime.load); compiled C is also cached on disk by content.
+
+Calls are cached too (the call-plan cache, per kernel): a call whose tensors are all
+C-contiguous, aligned numpy arrays is keyed by their shapes, dtypes and read-only flags, the
+constants and the options that pick the artifact. The first call of a key takes the full
+path (resolve, check, compile or find the artifact, bind the sizes, expand the task
+instances, check every GM access, build the tables) and keeps the plan's launcher; a later
+call of the same key only reads the arrays' data pointers and makes one foreign call
+(runtime/executable.py Launcher, rt.c pypto_launch): no binding, no expansion, no access
+check (they depend on nothing but the key) and no Python per task. Anything else (another
+shape, dtype or constant, a view, a read-only array, an array-like) misses the cache and
+takes the full path with its checks and errors. A run whose estimated work is tiny
+(Plan.tiny) runs on the calling thread alone, holding the GIL.
 """
 from __future__ import annotations
 
@@ -121,8 +133,9 @@ def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None
         k._calls[sig[0]] = entry
 
 
-# the call-plan cache: calls whose tensors are all C-contiguous, aligned, writeable numpy
-# arrays (what the full path would run on without a copy)
+# the call-plan cache: calls whose tensors are all C-contiguous, aligned numpy arrays (what
+# the full path runs on without a copy); a read-only one is marked in the key, and only a
+# successful full call (where it was an input: a read-only output is refused) makes an entry
 MAX_CALL_PLANS = 64
 _ndarray = np.ndarray
 _addressof = ctypes.addressof
@@ -144,10 +157,17 @@ def _call_signature(k: Kernel, args: tuple, kwargs: dict):
     key = []
     ptrs = []
     for a in args[:nt]:
-        if type(a) is not _ndarray or not a.flags.carray:
+        if type(a) is not _ndarray:
             return None
-        key += (a.shape, a.dtype)
-        ptrs.append(_addressof(_buffer_of(a)))
+        f = a.flags
+        if f.carray:
+            key += (a.shape, a.dtype)
+            ptrs.append(_addressof(_buffer_of(a)))
+        elif f.c_contiguous and f.aligned:     # read-only: an input, if the full path took it
+            key += (a.shape, a.dtype, "read-only")
+            ptrs.append(a.ctypes.data)
+        else:
+            return None
     if len(args) > nt or kwargs:
         key.append(repr(args[nt:]))
         key.append(repr(sorted(kwargs.items())))

@@ -139,11 +139,15 @@ def test_views_and_read_only_arrays_take_the_full_path(slow_calls):
         axpy(x, y, ro)                             # refused before anything runs
     np.testing.assert_array_equal(ro, out)
     xr = x.copy()
-    xr.flags.writeable = False                     # a read-only input is fine
-    out[...] = 0
-    axpy(xr, y, out)
-    check_axpy(x, y, out)
-    assert slow_calls["n"] == 5 and len(axpy._calls) == 1
+    xr.flags.writeable = False                     # a read-only input is fine, and cached
+    for _ in range(2):
+        out[...] = 0
+        axpy(xr, y, out)
+        check_axpy(x, y, out)
+    assert slow_calls["n"] == 5 and len(axpy._calls) == 2
+    with pytest.raises(PyptoError, match="read-only"):
+        axpy(xr, y, ro)                            # still refused with a cached input
+    assert slow_calls["n"] == 6
 
 
 def test_one_thread_and_two_give_the_same_bits():
