@@ -228,9 +228,9 @@ def run_case(case: dict, torch, thr: "Threads", args, notes: list) -> list:
         if err is None:
             err = rel_error(case)
         run = sides(case, torch, threads, not args.quick, notes)
-        t = {k: statistics.median(v) for k, v in measure(run, args.reps, bool(flops)).items()}
-        best = min(measure({"pypto": case["pypto"]}, 3, False)["pypto"] + [t["pypto"]])
-        a = t["pypto"]
+        raw = measure(run, args.reps, bool(flops))
+        t = {k: statistics.median(v) for k, v in raw.items()}
+        a, best = t["pypto"], min(raw["pypto"])
         if flops:
             rate, lim = f"{flops / a / 1e9:.1f} GFLOP/s", flops / a / limits.fma_peak(
                 threads, args.quick)

@@ -140,6 +140,7 @@ MAX_CALL_PLANS = 64
 _ndarray = np.ndarray
 _addressof = ctypes.addressof
 _buffer_of = (ctypes.c_char * 0).from_buffer     # the data pointer at a third of a.ctypes.data
+_NO_BUFFER: set = set()                           # dtypes the buffer protocol refuses
 
 
 def _call_signature(k: Kernel, args: tuple, kwargs: dict):
@@ -162,7 +163,14 @@ def _call_signature(k: Kernel, args: tuple, kwargs: dict):
         f = a.flags
         if f.carray:
             key += (a.shape, a.dtype)
-            ptrs.append(_addressof(_buffer_of(a)))
+            if a.dtype in _NO_BUFFER:
+                ptrs.append(a.ctypes.data)
+            else:
+                try:
+                    ptrs.append(_addressof(_buffer_of(a)))
+                except ValueError:            # a dtype numpy cannot export (ml_dtypes')
+                    _NO_BUFFER.add(a.dtype)
+                    ptrs.append(a.ctypes.data)
         elif f.c_contiguous and f.aligned:     # read-only: an input, if the full path took it
             key += (a.shape, a.dtype, "read-only")
             ptrs.append(a.ctypes.data)
