@@ -25,6 +25,7 @@ was skipped: torch when it is not installed (pip install -e .[bench]), torch.com
 Then bench/calls.py's tables: the JIT's call overhead and the runtime's per-task dispatch.
 
     python bench/bench.py [--reps N] [--quick] [--only OP] [--threads 1,2] [--no-calls]
+                          [--no-compile]
 """
 from __future__ import annotations
 
@@ -227,7 +228,7 @@ def run_case(case: dict, torch, thr: "Threads", args, notes: list) -> list:
         case["pypto"]()                     # compile, plan, first touch
         if err is None:
             err = rel_error(case)
-        run = sides(case, torch, threads, not args.quick, notes)
+        run = sides(case, torch, threads, not (args.quick or args.no_compile), notes)
         raw = measure(run, args.reps, bool(flops))
         t = {k: statistics.median(v) for k, v in raw.items()}
         a, best = t["pypto"], min(raw["pypto"])
@@ -268,13 +269,14 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=None, help="only the ops whose name contains this")
     ap.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
     ap.add_argument("--no-calls", action="store_true", help="skip bench/calls.py's tables")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     args = ap.parse_args(argv)
     args.reps = args.reps or (3 if args.quick else 15)
     args.threads = [int(t) for t in args.threads.split(",")]
     notes: list = []
     torch = import_torch(notes)
-    if torch is not None and args.quick:
-        notes.append("skipped torch.compile: --quick")
+    if torch is not None and (args.quick or args.no_compile):
+        notes.append(f"skipped torch.compile: {'--quick' if args.quick else '--no-compile'}")
     thr = Threads(torch)
     if thr.blas is None:
         notes.append("numpy's BLAS thread count could not be set: numpy ran with its default")

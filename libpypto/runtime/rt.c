@@ -234,12 +234,12 @@ static void pp_run_on_pool(pp_run_state *st, int use) {
     pthread_mutex_unlock(&pp_pool.mu);
 }
 
-/* A run whose clock starts at t0, the caller holding run_mu. Returns 0 on success, -1 if no
-   arena could be allocated or the run failed. */
+/* A run, the caller holding run_mu; the timeline's clock starts when the workers are ready.
+   Returns 0 on success, -1 if no arena could be allocated or the run failed. */
 static int pp_run(int64_t ntasks, const int32_t *prog, void *const *tensors,
                   const int64_t *tensor_off, const int64_t *scalars, const int64_t *scalar_off,
                   int32_t *npred, const int64_t *succ_off, const int64_t *succ, int nthreads,
-                  int64_t *t_start, int64_t *t_end, int32_t *t_core, const struct timespec *t0) {
+                  int64_t *t_start, int64_t *t_end, int32_t *t_core) {
     pp_run_state st;
     memset(&st, 0, sizeof st);
     st.ntasks = ntasks; st.prog = prog; st.tensors = tensors; st.tensor_off = tensor_off;
@@ -248,7 +248,6 @@ static int pp_run(int64_t ntasks, const int32_t *prog, void *const *tensors,
     st.t_start = t_start; st.t_end = t_end; st.t_core = t_core;
     st.arena_bytes = pypto_arena_bytes;
     st.remaining = ntasks;
-    st.t0 = *t0;
     st.heap = (int64_t *)malloc(sizeof(int64_t) * (size_t)(ntasks > 0 ? ntasks : 1));
     if (!st.heap) return -1;
     pthread_mutex_init(&st.mu, NULL);
@@ -262,6 +261,7 @@ static int pp_run(int64_t ntasks, const int32_t *prog, void *const *tensors,
     if (have == 0) {
         rc = -1;
     } else {
+        clock_gettime(CLOCK_MONOTONIC, &st.t0);
         pp_run_on_pool(&st, have < nthreads ? have : nthreads);
         if (st.failed || st.remaining != 0) rc = -1;
     }
@@ -276,11 +276,9 @@ int pypto_run(int64_t ntasks, const int32_t *prog, void *const *tensors, const i
               const int64_t *scalars, const int64_t *scalar_off, int32_t *npred,
               const int64_t *succ_off, const int64_t *succ, int nthreads,
               int64_t *t_start, int64_t *t_end, int32_t *t_core) {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     pthread_mutex_lock(&pp_pool.run_mu);
     int rc = pp_run(ntasks, prog, tensors, tensor_off, scalars, scalar_off, npred, succ_off,
-                    succ, nthreads, t_start, t_end, t_core, &t0);
+                    succ, nthreads, t_start, t_end, t_core);
     pthread_mutex_unlock(&pp_pool.run_mu);
     return rc;
 }
@@ -319,7 +317,7 @@ int pypto_launch(pp_launch *L, int nthreads, void *p0, void *p1, void *p2, void 
     for (int64_t k = 0; k < L->nslots; k++) L->tensors[k] = L->bufs[L->slot[k]];
     if (L->ntasks > 0) memcpy(L->npred, L->npred0, sizeof(int32_t) * (size_t)L->ntasks);
     int rc = pp_run(L->ntasks, L->prog, L->tensors, L->tensor_off, L->scalars, L->scalar_off,
-                    L->npred, L->succ_off, L->succ, nthreads, L->t_start, L->t_end, L->t_core, &t0);
+                    L->npred, L->succ_off, L->succ, nthreads, L->t_start, L->t_end, L->t_core);
     L->wall_ns = pp_now_ns(&t0);
     pthread_mutex_unlock(&pp_pool.run_mu);
     return rc;
