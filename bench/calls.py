@@ -12,13 +12,14 @@ Two tables, with one thread and with two:
   thread alone, so its CPU time is its whole cost). "new size" is a call
   with a DYNAMIC size not seen before (no compile, but binding, task expansion, the access
   check and the plan are built): what the call-plan cache saves.
-- dispatch: one kernel of many tiny tasks (row blocks of an add). Per task: the wall time,
+- dispatch: kernels of many small tasks (row blocks of 8 rows of an add, memory-bound, and
+  single rows, cache-resident: there the dispatch dominates). Per task: the wall time,
   the tasks' own time, the mean dispatch cost (threads x wall - task time) / tasks (the time
   a worker spends per task not running it: taking it, timing it, waking successors, and
   any time the OS gave the core to another process), and the median gap between one
   worker's consecutive tasks (the same cost, robust to preemption on a shared machine).
 
-Method: interleaved batches (a batch of calls of one side, then of the other), the per-call
+Method: interleaved batches of 100 calls (a batch of one side, then of the other), the per-call
 mean of each batch, medians over batches. Times are measured, never asserted.
 
     python bench/calls.py [--quick] [--reps N]
@@ -44,6 +45,14 @@ def add(x: pypto.Tensor[[pypto.DYNAMIC, 256], pypto.DT_FP32],
         y: pypto.Tensor[[pypto.DYNAMIC, 256], pypto.DT_FP32],
         out: pypto.Tensor[[pypto.DYNAMIC, 256], pypto.DT_FP32]):
     pypto.set_vec_tile_shapes(8, 256)
+    out[:] = x + y
+
+
+@pypto.jit
+def add_rows(x: pypto.Tensor[[pypto.DYNAMIC, 256], pypto.DT_FP32],
+             y: pypto.Tensor[[pypto.DYNAMIC, 256], pypto.DT_FP32],
+             out: pypto.Tensor[[pypto.DYNAMIC, 256], pypto.DT_FP32]):
+    pypto.set_vec_tile_shapes(1, 256)
     out[:] = x + y
 
 
@@ -113,23 +122,32 @@ def median_gap(run) -> float:
 
 
 def dispatch_rows(reps: int, tasks: int) -> list:
+    """Row blocks of 8 (memory-bound, 24 KiB per task) and single rows (cache-resident,
+    3 KiB per task: the dispatch dominates)."""
+    rows = []
+    for kernel, block in ((add, 8), (add_rows, 1)):
+        rows += dispatch_case(kernel, block, reps, tasks)
+    return rows
+
+
+def dispatch_case(kernel, block: int, reps: int, tasks: int) -> list:
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((8 * tasks, 256), dtype=np.float32)
+    x = rng.standard_normal((block * tasks, 256), dtype=np.float32)
     o = np.zeros_like(x)
     rows = []
     for threads in (1, 2):
-        add.options["threads"] = threads
-        add(x, x, o)
+        kernel.options["threads"] = threads
+        kernel(x, x, o)
         np.testing.assert_array_equal(o, x + x)
         busy, walls, gaps = [], [], []
         for _ in range(reps):
-            add(x, x, o)
-            b, w, n = task_time(add)
+            kernel(x, x, o)
+            b, w, n = task_time(kernel)
             busy.append(b)
             walls.append(w)
-            gaps.append(median_gap(add.last_run))
+            gaps.append(median_gap(kernel.last_run))
         b, w = statistics.median(busy), statistics.median(walls)
-        rows.append([f"{n} tasks of 8x256 add", threads, f"{w * 1e3:.3f}",
+        rows.append([f"{n} tasks of {block}x256 add", threads, f"{w * 1e3:.3f}",
                      f"{w / n * 1e6:.3f}", f"{b / n * 1e6:.3f}",
                      f"{(threads * w - b) / n * 1e6:.3f}",
                      f"{statistics.median(gaps) * 1e6:.3f}"])
@@ -138,11 +156,11 @@ def dispatch_rows(reps: int, tasks: int) -> list:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=31, help="batches per side (medians)")
+    ap.add_argument("--reps", type=int, default=61, help="batches per side (medians)")
     ap.add_argument("--quick", action="store_true", help="few, small batches (a smoke test)")
     args = ap.parse_args(argv)
     reps = 3 if args.quick else args.reps
-    batch = 20 if args.quick else 400
+    batch = 20 if args.quick else 100
     print(tabulate(call_rows(reps, batch),
                    headers=["call", "threads", "pypto call us", "best", "cpu us", "kernel work us",
                             "overhead us", "overhead cpu us", "np.add(out=) us",
