@@ -9,11 +9,26 @@ dims, the constant parameters, the backend, the target and the pypto version. DY
 named dims are not part of it: one artifact serves every size. Tracing, lowering, emitting
 and loading go through exactly the tools' library calls (driver.lower, schedule, emit and
 runtime.load); compiled C is also cached on disk by content.
+
+Calls are cached too (the call-plan cache, per kernel): a call whose tensors are all
+C-contiguous, aligned numpy arrays is keyed by their shapes, dtypes and read-only flags, the
+constants and the options that pick the artifact. The first call of a key takes the full
+path (resolve, check, compile or find the artifact, bind the sizes, expand the task
+instances, check every GM access, build the tables) and keeps the plan's launcher; a later
+call of the same key only reads the arrays' data pointers and makes one foreign call
+(runtime/executable.py Launcher, rt.c pypto_launch): no binding, no expansion, no access
+check (they depend on nothing but the key) and no Python per task. Anything else (another
+shape, dtype or constant, a view, a read-only array, an array-like) misses the cache and
+takes the full path with its checks and errors. A run whose estimated work is tiny
+(Plan.tiny) runs on the calling thread alone, holding the GIL.
 """
 from __future__ import annotations
 
+import ctypes
 import sys
 import types
+
+import numpy as np
 
 from .analysis.bind import check_array
 from .errors import PyptoError, UsageError
@@ -24,8 +39,34 @@ from .frontend.tensor import STATIC
 class JitKernel(Kernel):
     """A traceable kernel that also runs when called with arrays."""
 
+    _last_launch = None
+
+    def __init__(self, fn, **options):
+        super().__init__(fn, **options)
+        self._calls: dict = {}           # call-plan cache (call_kernel)
+        self._ntensors = len(self.tensor_params)
+
     def __call__(self, *args, **kwargs):
-        return call_kernel(self, args, kwargs)
+        # the call-plan cache's hit, inline (call_kernel is the whole story)
+        sig = _call_signature(self, args, kwargs)
+        if sig is not None:
+            entry = self._calls.get(sig[0])
+            if entry is not None:
+                entry.run(self, sig[1], None)
+                return None
+        return call_kernel(self, args, kwargs, sig=sig)
+
+    @property
+    def last_run(self):
+        """The timeline of the latest call (task starts, ends, cores, wall time), read from
+        the plan it ran; valid until that plan runs again."""
+        la = self._last_launch
+        return la.timing() if la is not None else self.__dict__.get("_last_run")
+
+    @last_run.setter
+    def last_run(self, value) -> None:
+        self._last_launch = None
+        self.__dict__["_last_run"] = value
 
 
 OWN_OPTIONS = ("backend", "target", "threads")
@@ -72,10 +113,101 @@ class Compiled:
         self.exe = load(self.doc)
 
 
-def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None) -> None:
-    """Compile k for the signature of args (once), run it, write the outputs in place."""
-    import numpy as np
+def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None,
+                sig=False) -> None:
+    """Compile k for the signature of args (once), run it, write the outputs in place.
 
+    A call whose signature (_call_signature) has a call plan runs it: one foreign call.
+    Any other takes the full path (_slow_call), which caches the call plan it made."""
+    if sig is False:
+        sig = _call_signature(k, args, kwargs)
+        if sig is not None:
+            entry = k._calls.get(sig[0])
+            if entry is not None:
+                entry.run(k, sig[1], threads)
+                return
+    entry = _slow_call(k, args, kwargs, threads)
+    if sig is not None and entry is not None:
+        if len(k._calls) >= MAX_CALL_PLANS:
+            k._calls.clear()
+        k._calls[sig[0]] = entry
+
+
+# the call-plan cache: calls whose tensors are all C-contiguous, aligned numpy arrays (what
+# the full path runs on without a copy); a read-only one is marked in the key, and only a
+# successful full call (where it was an input: a read-only output is refused) makes an entry
+MAX_CALL_PLANS = 64
+_ndarray = np.ndarray
+_addressof = ctypes.addressof
+_buffer_of = (ctypes.c_char * 0).from_buffer     # the data pointer at a third of a.ctypes.data
+_NO_BUFFER: set = set()                           # dtypes the buffer protocol refuses
+
+
+def _call_signature(k: Kernel, args: tuple, kwargs: dict):
+    """(key, data pointers) of a call the call-plan cache can serve, else None.
+
+    The key holds every tensor argument's shape and dtype, the constants (by repr, as the
+    artifact cache does) and the options that pick the artifact; the sizes bound from the
+    shapes, the plan (task instances, dependency tables) and its GM access check are a
+    function of exactly these, so an entry found under the key needs none of them again. A
+    different shape, dtype, rank or constant is a different key and takes the full path,
+    which raises the errors of a bad call."""
+    nt = k._ntensors
+    if len(args) < nt:
+        return None
+    key = []
+    ptrs = []
+    for a in args[:nt]:
+        if type(a) is not _ndarray:
+            return None
+        f = a.flags
+        if f.carray:
+            key += (a.shape, a.dtype)
+            if a.dtype in _NO_BUFFER:
+                ptrs.append(a.ctypes.data)
+            else:
+                try:
+                    ptrs.append(_addressof(_buffer_of(a)))
+                except ValueError:            # a dtype numpy cannot export (ml_dtypes')
+                    _NO_BUFFER.add(a.dtype)
+                    ptrs.append(a.ctypes.data)
+        elif f.c_contiguous and f.aligned:     # read-only: an input, if the full path took it
+            key += (a.shape, a.dtype, "read-only")
+            ptrs.append(a.ctypes.data)
+        else:
+            return None
+    if len(args) > nt or kwargs:
+        key.append(repr(args[nt:]))
+        key.append(repr(sorted(kwargs.items())))
+    opts = k.options
+    key.append(opts.get("backend"))
+    key.append(opts.get("target"))
+    return tuple(key), ptrs
+
+
+class _CallPlan:
+    """A cached call: the plan's launcher and the argument order of its parameters."""
+
+    __slots__ = ("launcher", "order", "tiny", "cpus")
+
+    def __init__(self, launcher, names: list, tiny: bool, cpus: int):
+        self.launcher = launcher
+        order = [names.index(n) for n in launcher.params]
+        self.order = None if order == list(range(len(names))) else order
+        self.tiny = tiny
+        self.cpus = cpus                 # the default thread count, read when the plan is made
+
+    def run(self, k: Kernel, ptrs: list, threads: int | None) -> None:
+        la = self.launcher
+        if self.order is not None:
+            ptrs = [ptrs[i] for i in self.order]
+        la.run(ptrs, 1 if self.tiny else threads or k.options.get("threads") or self.cpus)
+        k._last_launch = la
+
+
+def _slow_call(k: Kernel, args: tuple, kwargs: dict, threads: int | None):
+    """The full call: resolve, check, compile (once per signature), bind, plan, run. Returns
+    the call plan to cache when the native backend ran it, else None."""
     from .errors import RELEASE
     from .analysis.bind import run_sizes
     from .targets import host_cpus
@@ -93,18 +225,36 @@ def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None
     if comp is None:
         comp = k._cache[key] = Compiled(kk, consts, static, backend)
         k.compiles += 1
-    # contiguous buffers to run on; outputs are copied back where the caller's were not
-    work = {n: (a if a.flags.c_contiguous and a.flags.writeable else np.ascontiguousarray(a))
-            for n, a in tensors.items()}
+    work = _work_arrays(k, comp.doc, tensors)
     plan = comp.exe.plan(run_sizes(comp.doc, work), work)
-    k.last_run = comp.exe(plan, work, threads or k.options.get("threads") or host_cpus())
+    launcher = getattr(comp.exe, "launcher", lambda p: None)(plan)
+    tiny = plan.tiny
+    nthreads = 1 if tiny else (threads or k.options.get("threads") or host_cpus())
+    if launcher is None:
+        k.last_run = comp.exe(plan, work, nthreads)
+    else:
+        launcher.run([work[n].ctypes.data for n in launcher.params], nthreads)
+        k._last_launch = launcher
     for n, a in tensors.items():
         if work[n] is not a:
-            try:
-                a[...] = work[n]
-            except ValueError:
-                raise PyptoError(f"{k.name}(): cannot write output {n} back into a read-only "
-                                 f"array") from None
+            a[...] = work[n]
+    if launcher is None or comp.exe._reads():
+        return None         # a plan made from data read at run time is not the key's alone
+    return _CallPlan(launcher, list(tensors), tiny, host_cpus())
+
+
+def _work_arrays(k: Kernel, doc, tensors: dict) -> dict:
+    """C-contiguous buffers to run on: the caller's arrays where they are, else copies (an
+    output's copy is written back after the run). An output must be writeable."""
+    from .analysis.bind import param_roles
+    roles = param_roles(doc)
+    work = {}
+    for n, a in tensors.items():
+        out = roles.get(n) == "output"
+        if out and not a.flags.writeable:
+            raise PyptoError(f"{k.name}(): cannot write output {n} into a read-only array")
+        work[n] = a if a.flags.c_contiguous else np.array(a, order="C", copy=True)
+    return work
 
 
 def _resolve(k: Kernel, args: tuple) -> Kernel:

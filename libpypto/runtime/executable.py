@@ -18,6 +18,8 @@ from ..analysis.expand import Expansion, expand
 
 
 MAX_PLANS = 64      # plans kept per executable (per binding, and data read at run time)
+# estimated work under which a run is "tiny" (Plan.tiny)
+TINY_SECONDS = 20e-6
 
 
 class Plan:
@@ -25,6 +27,7 @@ class Plan:
 
     def __init__(self, exp: Expansion):
         self.exp = exp
+        self._tiny = None
         n = exp.n
         launch_of = exp.launch_of.astype(np.int64)
         # tensor table: per task op, its gm ops; pointers are refreshed per call
@@ -64,14 +67,113 @@ class Plan:
         self.workspaces = {op: np.zeros(exp.shapes[op], op.result.type.dtype.np)
                            for op in exp.gms if "param" not in op.attrs}
 
+    @property
+    def tiny(self) -> bool:
+        """Whether this run's estimated work (GM bytes at 10 GB/s plus FLOPs at 20 GFLOP/s,
+        both below one thread's rates here) is under TINY_SECONDS: then waking a worker
+        costs more than it saves, and the JIT runs it on the calling thread alone, holding
+        the GIL (outputs are the same bits for any thread count). Unknown work is not tiny."""
+        if self._tiny is None:
+            from ..analysis.work import task_work
+            exp = self.exp
+            programs = {p.attrs["name"]: p for p in exp.programs}
+            seconds = 0.0
+            try:
+                for lc in exp.launches:
+                    nbytes, flops = task_work(programs[exp.tasks[lc.task].attrs["program"]],
+                                              lc.scalars)
+                    seconds += nbytes / 10e9 + flops / 20e9
+            except Exception:
+                seconds = float("inf")
+            self._tiny = seconds < TINY_SECONDS
+        return self._tiny
+
     def instance(self, i: int) -> tuple:
         """(task index, index within its launch) of instance i."""
         lc = self.exp.launches[int(self.exp.launch_of[i])]
         return lc.task, i - lc.first
 
 
-def _ptr(a: np.ndarray):
-    return a.ctypes.data_as(ctypes.c_void_p)
+DIRECT_ARGS = 8            # rt.c PP_DIRECT: parameter pointers passed as arguments
+
+
+class _LaunchStruct(ctypes.Structure):
+    """rt.c's pp_launch, field for field."""
+    _fields_ = [("ntasks", ctypes.c_int64), ("nslots", ctypes.c_int64),
+                ("nargs", ctypes.c_int64)] + [
+        (name, ctypes.c_void_p) for name in (
+            "prog", "tensors", "slot", "bufs", "tensor_off", "scalars", "scalar_off", "npred0",
+            "npred", "succ_off", "succ", "t_start", "t_end", "t_core")] + [
+        ("wall_ns", ctypes.c_int64)]
+
+
+class Launcher:
+    """A plan made ready for one foreign call per run (rt.c pypto_launch).
+
+    Everything but the parameters' data pointers is fixed per plan: the task tables, the
+    workspaces, the scratch the runtime consumes (dependency counts, the flat tensor table)
+    and the timeline arrays. `params` names the parameters in buffer order; a run passes
+    their pointers (up to DIRECT_ARGS of them as arguments of the one foreign call) and the
+    runtime fills the flat tensor table itself through `slot` (no Python per task). The
+    runtime serialises the runs of a library (they share the plan's scratch); a kernel of
+    more parameters sets them in `bufs` under this launcher's lock. The timeline of the
+    latest run stays readable until the next one."""
+
+    def __init__(self, fn, plan: Plan):
+        self.fn, self.plan = fn, plan
+        self.lock = threading.Lock()
+        params, index, slots = [], {}, []
+        workspaces = list(plan.workspaces.items())
+        for gms in plan.task_gms:
+            for op in gms:
+                name = op.attrs.get("param")
+                if name is not None and name not in index:
+                    index[name] = len(params)
+                    params.append(name)
+        ws_index = {op: len(params) + j for j, (op, _) in enumerate(workspaces)}
+        for gms in plan.task_gms:
+            for op in gms:
+                slots.append(index[op.attrs["param"]] if "param" in op.attrs else ws_index[op])
+        self.params = params
+        self.bufs = (ctypes.c_void_p * max(1, len(params) + len(workspaces)))()
+        for j, (_, ws) in enumerate(workspaces):
+            self.bufs[len(params) + j] = ws.ctypes.data
+        n = plan.exp.n
+        keep = {"slot": np.asarray(slots or [0], np.int64),
+                "tensors": np.zeros(max(1, len(slots)), np.uintp),
+                "npred": np.zeros(max(1, n), np.int32),
+                "t_start": np.zeros(max(1, n), np.int64), "t_end": np.zeros(max(1, n), np.int64),
+                "t_core": np.zeros(max(1, n), np.int32),
+                "prog": plan.prog, "tensor_off": plan.tensor_off, "scalars": plan.scalars,
+                "scalar_off": plan.scalar_off, "npred0": np.ascontiguousarray(plan.npred),
+                "succ_off": plan.succ_off, "succ": plan.succ}
+        self._keep = keep                   # the struct points into these arrays
+        direct = len(params) <= DIRECT_ARGS
+        self.pad = [None] * (DIRECT_ARGS - len(params)) if direct else None
+        self.struct = _LaunchStruct(ntasks=n, nslots=len(slots), nargs=len(params) if direct
+                                    else 0, bufs=ctypes.addressof(self.bufs),
+                                    **{k: a.ctypes.data for k, a in keep.items()})
+        self.addr = ctypes.addressof(self.struct)
+
+    def run(self, pointers: list, nthreads: int) -> None:
+        """One run with the parameters' data pointers in `params` order."""
+        if self.pad is not None:
+            rc = self.fn(self.addr, nthreads, *pointers, *self.pad)
+        else:
+            with self.lock:
+                bufs = self.bufs
+                for i, p in enumerate(pointers):
+                    bufs[i] = p
+                rc = self.fn(self.addr, nthreads, *([None] * DIRECT_ARGS))
+        if rc != 0:
+            raise PyptoError("the runtime could not start its worker threads or arenas, or its "
+                             "task tables have a dependency cycle")
+
+    def timing(self) -> dict:
+        """The latest run's timeline (copies) and wall time."""
+        n, k = self.plan.exp.n, self._keep
+        return {"start_ns": k["t_start"][:n].copy(), "end_ns": k["t_end"][:n].copy(),
+                "core": k["t_core"][:n].copy(), "wall_s": self.struct.wall_ns / 1e9}
 
 
 class NativeExecutable:
@@ -85,8 +187,13 @@ class NativeExecutable:
         self.standalone = lib_path if is_sanitized(lib_path) else None
         if self.standalone is None:
             self.lib = ctypes.CDLL(lib_path)
-            self.fn = self.lib.pypto_run
-            self.fn.restype = ctypes.c_int
+            # the same function twice: releasing the GIL for the run, and holding it (a
+            # tiny run: releasing and taking back the GIL would cost more than the run)
+            self.launch = self.lib.pypto_launch
+            self.launch_gil = ctypes.PyDLL(lib_path).pypto_launch
+            for f in (self.launch, self.launch_gil):
+                f.argtypes = [ctypes.c_void_p, ctypes.c_int] + [ctypes.c_void_p] * DIRECT_ARGS
+                f.restype = ctypes.c_int
 
     def plan(self, env: dict, arrays: dict | None = None) -> Plan:
         """The plan for these sizes (kept per binding). A document that reads tensor
@@ -115,31 +222,22 @@ class NativeExecutable:
             self.reads = reads_of(self.doc)
         return self.reads
 
+    def launcher(self, plan: Plan) -> "Launcher | None":
+        """The plan's one-call launcher on this library (None for a sanitized build)."""
+        if self.standalone is not None:
+            return None
+        la = getattr(plan, "launcher", None)
+        if la is None:
+            la = plan.launcher = Launcher(self.launch_gil if plan.tiny else self.launch,
+                                              plan)
+        return la
+
     def __call__(self, plan: Plan, arrays: dict, nthreads: int) -> dict:
         if self.standalone is not None:
             return self._call_standalone(plan, arrays, nthreads)
-        exp = plan.exp
-        n = exp.n
-        ptrs = (ctypes.c_void_p * plan.nptrs)()
-        k = 0
-        for gms in plan.task_gms:
-            for op in gms:
-                a = arrays[op.attrs["param"]] if "param" in op.attrs else plan.workspaces[op]
-                ptrs[k] = a.ctypes.data
-                k += 1
-        npred = plan.npred.copy()
-        t_start, t_end = np.zeros(max(1, n), np.int64), np.zeros(max(1, n), np.int64)
-        t_core = np.zeros(max(1, n), np.int32)
-        t0 = time.perf_counter()
-        rc = self.fn(ctypes.c_int64(n), _ptr(plan.prog), ptrs, _ptr(plan.tensor_off),
-                     _ptr(plan.scalars), _ptr(plan.scalar_off), _ptr(npred),
-                     _ptr(plan.succ_off), _ptr(plan.succ), ctypes.c_int(nthreads),
-                     _ptr(t_start), _ptr(t_end), _ptr(t_core))
-        wall = time.perf_counter() - t0
-        if rc != 0:
-            raise PyptoError("the runtime could not start its worker threads or arenas")
-        return {"start_ns": t_start[:n], "end_ns": t_end[:n], "core": t_core[:n],
-                "wall_s": wall}
+        la = self.launcher(plan)
+        la.run([arrays[name].ctypes.data for name in la.params], nthreads)
+        return la.timing()
 
     def _call_standalone(self, plan: Plan, arrays: dict, nthreads: int) -> dict:
         """The same launch in the sanitized program: tensors go to it and come back."""

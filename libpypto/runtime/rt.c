@@ -28,6 +28,7 @@ typedef struct {
     int64_t *heap;
     int64_t heap_n;
     int64_t remaining;
+    int64_t running;              /* tasks taken and not finished */
     struct timespec t0;
     int64_t arena_bytes;
     int failed;
@@ -65,14 +66,23 @@ static int64_t pp_heap_pop(pp_run_state *st) {
     return top;
 }
 
-/* One worker's share of a run: take ready tasks until none remain. */
+/* One worker's share of a run: take ready tasks until none remain. A worker that finds no
+   ready task while none is running and some remain has found a cycle in the tables: the run
+   fails instead of waiting forever. */
 static void pp_work(pp_run_state *st, int core, char *arena) {
     pthread_mutex_lock(&st->mu);
     for (;;) {
-        while (st->heap_n == 0 && st->remaining > 0 && !st->failed)
+        while (st->heap_n == 0 && st->remaining > 0 && !st->failed) {
+            if (st->running == 0) {
+                st->failed = 1;
+                pthread_cond_broadcast(&st->cv);
+                break;
+            }
             pthread_cond_wait(&st->cv, &st->mu);
+        }
         if (st->remaining == 0 || st->failed) break;
         int64_t t = pp_heap_pop(st);
+        st->running++;
         pthread_mutex_unlock(&st->mu);
         st->t_start[t] = pp_now_ns(&st->t0);
         pypto_programs[st->prog[t]](st->tensors + st->tensor_off[t], st->scalars + st->scalar_off[t],
@@ -80,6 +90,7 @@ static void pp_work(pp_run_state *st, int core, char *arena) {
         st->t_end[t] = pp_now_ns(&st->t0);
         st->t_core[t] = core;
         pthread_mutex_lock(&st->mu);
+        st->running--;
         int woke = 0;
         for (int64_t k = st->succ_off[t]; k < st->succ_off[t + 1]; k++) {
             int64_t s = st->succ[k];
@@ -99,37 +110,45 @@ static void pp_work(pp_run_state *st, int core, char *arena) {
 
 /* The worker pool of this library: threads and their arenas (the cores' buffers) live from
    the first run to the end of the process, so a run neither starts threads nor pays the page
-   faults of fresh arenas. Worker 0 is the calling thread. Runs are serialised. */
+   faults of fresh arenas. Worker 0 is the calling thread. Runs are serialised.
+
+   A run with one worker (one thread asked for, or one task) never touches the pool: the caller
+   runs it alone. Otherwise the caller wakes only the workers that take part, each on its own
+   condition variable, and starts working at once. A woken worker joins the run only while it
+   is open; when the caller finds no task left it closes the run and waits only for the workers
+   that joined, so a worker that wakes late (the OS is slow to schedule it) costs the caller
+   nothing: it finds the run closed and sleeps again. */
 #define PP_MAX_THREADS 256
 static struct {
     pthread_mutex_t run_mu;         /* one run at a time */
     pthread_mutex_t mu;
-    pthread_cond_t work_cv, done_cv;
+    pthread_cond_t wake_cv[PP_MAX_THREADS], done_cv;
     int nthreads;                   /* workers started, the caller included */
     char *arena[PP_MAX_THREADS];
     pthread_t th[PP_MAX_THREADS];
     uint64_t generation;            /* bumped for every run */
-    uint64_t born[PP_MAX_THREADS];  /* the generation a thread was started in */
-    int busy;                       /* pool threads still in the current run */
+    uint64_t seen[PP_MAX_THREADS];  /* the last generation each pool thread looked at */
+    int active;                     /* pool threads inside the current run */
     int run_threads;                /* workers taking part in the current run */
-    pp_run_state *st;
-} pp_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-             PTHREAD_COND_INITIALIZER};
+    pp_run_state *st;               /* the open run, NULL once the caller closed it */
+} pp_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
 
 static void *pp_pool_thread(void *p) {
     int core = (int)(intptr_t)p;
     pthread_mutex_lock(&pp_pool.mu);
-    uint64_t seen = pp_pool.born[core];     /* wait for the next run, not an old one */
     for (;;) {
-        while (pp_pool.generation == seen)
-            pthread_cond_wait(&pp_pool.work_cv, &pp_pool.mu);
-        seen = pp_pool.generation;
+        while (pp_pool.generation == pp_pool.seen[core] || core >= pp_pool.run_threads
+               || pp_pool.st == NULL) {
+            pp_pool.seen[core] = pp_pool.generation;
+            pthread_cond_wait(&pp_pool.wake_cv[core], &pp_pool.mu);
+        }
+        pp_pool.seen[core] = pp_pool.generation;
         pp_run_state *st = pp_pool.st;
-        int take_part = core < pp_pool.run_threads;
+        pp_pool.active++;
         pthread_mutex_unlock(&pp_pool.mu);
-        if (take_part) pp_work(st, core, pp_pool.arena[core]);
+        pp_work(st, core, pp_pool.arena[core]);
         pthread_mutex_lock(&pp_pool.mu);
-        if (--pp_pool.busy == 0) pthread_cond_signal(&pp_pool.done_cv);
+        if (--pp_pool.active == 0) pthread_cond_signal(&pp_pool.done_cv);
     }
     return NULL;
 }
@@ -150,10 +169,12 @@ static void pp_fork_parent(void) {
 }
 
 static void pp_fork_child(void) {
-    pthread_cond_init(&pp_pool.work_cv, NULL);    /* their waiters are gone */
+    for (int c = 0; c < PP_MAX_THREADS; c++)       /* their waiters are gone */
+        pthread_cond_init(&pp_pool.wake_cv[c], NULL);
     pthread_cond_init(&pp_pool.done_cv, NULL);
     if (pp_pool.nthreads > 1) pp_pool.nthreads = 1;
-    pp_pool.busy = 0;
+    pp_pool.active = 0;
+    pp_pool.st = NULL;
     pthread_mutex_unlock(&pp_pool.mu);
     pthread_mutex_unlock(&pp_pool.run_mu);
 }
@@ -166,9 +187,14 @@ static char *pp_new_arena(void) {
 
 /* Grow the pool to n workers; returns how many there are (fewer if the system refuses). */
 static int pp_pool_grow(int n) {
-    static int fork_safe = 0;
+    static int fork_safe = 0, cv_ready = 0;
     if (n > PP_MAX_THREADS) n = PP_MAX_THREADS;
     if (!fork_safe) fork_safe = pthread_atfork(pp_fork_prepare, pp_fork_parent, pp_fork_child) == 0;
+    if (!cv_ready) {
+        for (int c = 0; c < PP_MAX_THREADS; c++) pthread_cond_init(&pp_pool.wake_cv[c], NULL);
+        pthread_cond_init(&pp_pool.done_cv, NULL);
+        cv_ready = 1;
+    }
     if (pp_pool.nthreads == 0) {
         if (!pp_pool.arena[0]) pp_pool.arena[0] = pp_new_arena();
         if (!pp_pool.arena[0]) return 0;
@@ -179,7 +205,7 @@ static int pp_pool_grow(int n) {
         if (!pp_pool.arena[core]) pp_pool.arena[core] = pp_new_arena();   /* kept after a fork */
         if (!pp_pool.arena[core]) break;
         pthread_mutex_lock(&pp_pool.mu);
-        pp_pool.born[core] = pp_pool.generation;
+        pp_pool.seen[core] = pp_pool.generation;
         int rc = pthread_create(&pp_pool.th[core], NULL, pp_pool_thread, (void *)(intptr_t)core);
         if (rc == 0) pp_pool.nthreads++;
         pthread_mutex_unlock(&pp_pool.mu);
@@ -198,11 +224,32 @@ int pypto_pool_size(int n) {
     return have;
 }
 
-/* Returns 0 on success, -1 if no arena could be allocated or the run failed. */
-int pypto_run(int64_t ntasks, const int32_t *prog, void *const *tensors, const int64_t *tensor_off,
-              const int64_t *scalars, const int64_t *scalar_off, int32_t *npred,
-              const int64_t *succ_off, const int64_t *succ, int nthreads,
-              int64_t *t_start, int64_t *t_end, int32_t *t_core) {
+/* Run st on `use` workers, the caller being worker 0 (run_mu held). */
+static void pp_run_on_pool(pp_run_state *st, int use) {
+    if (use <= 1) {
+        pp_work(st, 0, pp_pool.arena[0]);
+        return;
+    }
+    pthread_mutex_lock(&pp_pool.mu);
+    pp_pool.st = st;
+    pp_pool.run_threads = use;
+    pp_pool.generation++;
+    for (int c = 1; c < use; c++) pthread_cond_signal(&pp_pool.wake_cv[c]);
+    pthread_mutex_unlock(&pp_pool.mu);
+    pp_work(st, 0, pp_pool.arena[0]);
+    pthread_mutex_lock(&pp_pool.mu);
+    pp_pool.st = NULL;                          /* closed: late wakers go back to sleep */
+    while (pp_pool.active > 0)
+        pthread_cond_wait(&pp_pool.done_cv, &pp_pool.mu);
+    pthread_mutex_unlock(&pp_pool.mu);
+}
+
+/* A run, the caller holding run_mu; the timeline's clock starts when the workers are ready.
+   Returns 0 on success, -1 if no arena could be allocated or the run failed. */
+static int pp_run(int64_t ntasks, const int32_t *prog, void *const *tensors,
+                  const int64_t *tensor_off, const int64_t *scalars, const int64_t *scalar_off,
+                  int32_t *npred, const int64_t *succ_off, const int64_t *succ, int nthreads,
+                  int64_t *t_start, int64_t *t_end, int32_t *t_core) {
     pp_run_state st;
     memset(&st, 0, sizeof st);
     st.ntasks = ntasks; st.prog = prog; st.tensors = tensors; st.tensor_off = tensor_off;
@@ -218,32 +265,71 @@ int pypto_run(int64_t ntasks, const int32_t *prog, void *const *tensors, const i
     for (int64_t t = 0; t < ntasks; t++)
         if (npred[t] == 0) pp_heap_push(&st, t);
     if (nthreads < 1) nthreads = 1;
-    pthread_mutex_lock(&pp_pool.run_mu);
+    if (ntasks < nthreads) nthreads = ntasks > 1 ? (int)ntasks : 1;   /* no idle workers */
     int have = pp_pool_grow(nthreads);
     int rc = 0;
     if (have == 0) {
         rc = -1;
     } else {
-        int use = have < nthreads ? have : nthreads;
         clock_gettime(CLOCK_MONOTONIC, &st.t0);
-        pthread_mutex_lock(&pp_pool.mu);
-        pp_pool.st = &st;
-        pp_pool.run_threads = use;
-        pp_pool.busy = pp_pool.nthreads - 1;
-        pp_pool.generation++;
-        pthread_cond_broadcast(&pp_pool.work_cv);
-        pthread_mutex_unlock(&pp_pool.mu);
-        pp_work(&st, 0, pp_pool.arena[0]);
-        pthread_mutex_lock(&pp_pool.mu);
-        while (pp_pool.busy > 0)
-            pthread_cond_wait(&pp_pool.done_cv, &pp_pool.mu);
-        pthread_mutex_unlock(&pp_pool.mu);
+        pp_run_on_pool(&st, have < nthreads ? have : nthreads);
         if (st.failed || st.remaining != 0) rc = -1;
     }
-    pthread_mutex_unlock(&pp_pool.run_mu);
     pthread_mutex_destroy(&st.mu);
     pthread_cond_destroy(&st.cv);
     free(st.heap);
+    return rc;
+}
+
+/* Returns 0 on success, -1 if no arena could be allocated or the run failed. */
+int pypto_run(int64_t ntasks, const int32_t *prog, void *const *tensors, const int64_t *tensor_off,
+              const int64_t *scalars, const int64_t *scalar_off, int32_t *npred,
+              const int64_t *succ_off, const int64_t *succ, int nthreads,
+              int64_t *t_start, int64_t *t_end, int32_t *t_core) {
+    pthread_mutex_lock(&pp_pool.run_mu);
+    int rc = pp_run(ntasks, prog, tensors, tensor_off, scalars, scalar_off, npred, succ_off,
+                    succ, nthreads, t_start, t_end, t_core);
+    pthread_mutex_unlock(&pp_pool.run_mu);
+    return rc;
+}
+
+/* One launch of a prepared plan (libpypto/runtime/executable.py, Launcher, mirrors this
+   struct): the parameters' data pointers come as arguments (at most PP_DIRECT of them; with
+   more, nargs is 0 and the caller has set them in bufs), then the flat tensor table is filled
+   from the buffer pointers (the parameters and the workspaces) through the slot of each
+   entry, the dependency counts are reset from their initial values, and the wall time of
+   the run is recorded. All of it under run_mu, so concurrent launches of one plan take
+   turns. The caller prepares everything once per plan: a call from Python is one foreign
+   call. */
+#define PP_DIRECT 8
+typedef struct {
+    int64_t ntasks, nslots, nargs;
+    const int32_t *prog;
+    void **tensors;               /* nslots entries, filled here */
+    const int64_t *slot;          /* per entry of tensors: its index in bufs */
+    void **bufs;                  /* the parameters (the first nargs), then the workspaces */
+    const int64_t *tensor_off, *scalars, *scalar_off;
+    const int32_t *npred0;        /* initial unfinished predecessors */
+    int32_t *npred;               /* scratch, ntasks entries */
+    const int64_t *succ_off, *succ;
+    int64_t *t_start, *t_end;
+    int32_t *t_core;
+    int64_t wall_ns;              /* out */
+} pp_launch;
+
+int pypto_launch(pp_launch *L, int nthreads, void *p0, void *p1, void *p2, void *p3, void *p4,
+                 void *p5, void *p6, void *p7) {
+    void *direct[PP_DIRECT] = {p0, p1, p2, p3, p4, p5, p6, p7};
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pthread_mutex_lock(&pp_pool.run_mu);
+    for (int64_t k = 0; k < L->nargs && k < PP_DIRECT; k++) L->bufs[k] = direct[k];
+    for (int64_t k = 0; k < L->nslots; k++) L->tensors[k] = L->bufs[L->slot[k]];
+    if (L->ntasks > 0) memcpy(L->npred, L->npred0, sizeof(int32_t) * (size_t)L->ntasks);
+    int rc = pp_run(L->ntasks, L->prog, L->tensors, L->tensor_off, L->scalars, L->scalar_off,
+                    L->npred, L->succ_off, L->succ, nthreads, L->t_start, L->t_end, L->t_core);
+    L->wall_ns = pp_now_ns(&t0);
+    pthread_mutex_unlock(&pp_pool.run_mu);
     return rc;
 }
 
