@@ -163,7 +163,7 @@ def _call_signature(k: Kernel, args: tuple, kwargs: dict):
         f = a.flags
         if f.carray:
             key += (a.shape, a.dtype)
-            if a.dtype in _NO_BUFFER:
+            if _NO_BUFFER and a.dtype in _NO_BUFFER:
                 ptrs.append(a.ctypes.data)
             else:
                 try:
