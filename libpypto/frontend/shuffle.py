@@ -1,4 +1,4 @@
-"""interleave, deinterleave and index_put_ as composites of the primitives (reshape, concat,
+"""interleave, deinterleave, gathermask and index_put_ as composites of the primitives (reshape, concat,
 view, scatter, index_add): their lowering, numpy meaning and C come from the ops they are
 made of.
 
@@ -18,6 +18,21 @@ dim must be even (for interleave the pages demand it of the operands too, though
 dtype list (int8/16/32, uint8/16/32, fp16, fp32, bf16) is checked; the last dim must be
 static (it is reshaped).
 
+gathermask(self, pattern_mode) -- the reference's page: along the last dim, the first
+(mode 1) or second (2) of every two elements, the first to fourth (3 to 6) of every four, or
+all (7, a copy); the last dim must be a multiple of 2 or 4 (and static), the page's dtypes
+(int16, uint16, int32, uint32, fp16, bf16, fp32), rank 1 to 4. The page's tile rules (the
+tile's last dim a multiple of 2 or 4, no view split of the last dim) are the device's: any
+tile works here. A reshape to [..., n / k, k], a view of column j, a reshape.
+
+pack(self) / unpack(self, dstDataType) -- the reference's pages: pack flattens self
+(row-major) and gives its bytes as a 1-D uint8 tensor; unpack gives a 1-D uint8 tensor's
+bytes as dstDataType (n / itemsize elements; n must divide). Bytes are the host's
+little-endian order, as the pages' example (0x03040506 packs to 6 5 4 3). The pages' dtypes
+(bf16, fp16, fp32, int8/16/32/64, uint8/16/32/64); static sizes. These need one primitive,
+`bitcast` (tile instruction `tbitcast`, a byte copy); pack of a rank > 1 tensor reshapes it
+to 1-D first, which moves the whole tensor as one tile.
+
 index_put_(input, indices, values, accumulate=False) -- the reference's page: indices is a
 tuple of k 1-D integer tensors of one length t (k <= input's rank), values has shape
 [t] + input.shape[k:] (rank(input) + 1 == k + rank(values)) and input's dtype; for each i,
@@ -33,14 +48,17 @@ input viewed as [prod(shape[:k]), rest] rows, then scatter (overwrite) or index_
 """
 from __future__ import annotations
 
+import math
+
 from ..ir import expr as E
-from ..ir.types import I64
+from ..ir.types import DTYPES, I64, DType, TensorType
 from .api import move
-from .composites import concat, unsqueeze
-from .ops import (_b, _tensor, add, cast, expand_clone, index_add, mul, remainder, reshape,
+from .composites import clone, concat, unsqueeze
+from .ops import (_b, _result, _tensor, add, cast, expand_clone, index_add, mul, remainder, reshape,
                   scatter, view)
 from .tensor import SymScalar
 
+U8 = DTYPES["u8"]
 SHUFFLE_DTYPES = ("i8", "u8", "i16", "u16", "i32", "u32", "f16", "f32", "bf16")
 
 
@@ -85,6 +103,83 @@ def deinterleave(input, other=None):  # noqa: A002
     pairs = reshape(s, lead + [n, 2])
     zero = [0] * (len(lead) + 1)
     return tuple(reshape(view(pairs, lead + [n, 1], zero + [j]), lead + [n]) for j in (0, 1))
+
+
+# gathermask's pattern modes: (group size, position kept in each group)
+PATTERNS = {1: (2, 0), 2: (2, 1), 3: (4, 0), 4: (4, 1), 5: (4, 2), 6: (4, 3)}
+GATHERMASK_DTYPES = ("i16", "u16", "i32", "u32", "f16", "bf16", "f32")
+
+
+def gathermask(self, pattern_mode: int):
+    """Along the last dim, element j of each group of 2 (modes 1, 2: j = 0, 1) or 4 (modes 3
+    to 6: j = 0 to 3); mode 7 keeps every element."""
+    b = _b()
+    x = _tensor(self, b, "gathermask")
+    if x.dtype.name not in GATHERMASK_DTYPES:
+        raise b.error(f"gathermask: dtype {x.dtype} is not supported (int16, uint16, int32, "
+                      f"uint32, fp16, bf16, fp32)")
+    if not 1 <= x.ndim <= 4:
+        raise b.error(f"gathermask takes a tensor of rank 1 to 4, not {x.ndim}")
+    if pattern_mode == 7:
+        return clone(x)
+    if isinstance(pattern_mode, bool) or pattern_mode not in PATTERNS:
+        raise b.error(f"gathermask: pattern_mode must be an int from 1 to 7, not "
+                      f"{pattern_mode!r}")
+    k, j = PATTERNS[pattern_mode]
+    n = x.type.shape[-1]
+    if not isinstance(n, int) or n % k:
+        raise b.error(f"gathermask: pattern_mode {pattern_mode} needs a static last dim that "
+                      f"is a multiple of {k}, not {E.to_str(n)}")
+    lead = list(x.type.shape[:-1])
+    groups = reshape(x, lead + [n // k, k])
+    return reshape(view(groups, lead + [n // k, 1], [0] * (len(lead) + 1) + [j]),
+                   lead + [n // k])
+
+
+PACK_DTYPES = ("bf16", "f16", "f32", "i64", "u64", "i32", "u32", "i16", "u16", "i8", "u8")
+
+
+def _bitcast(b, x, dtype: DType, what: str):
+    """x (1-D, static) as dtype: a primitive (tensor op `bitcast`). As the reference's
+    pages, the vec tile's last size splits the source; it is rounded up to whole elements of
+    both dtypes."""
+    si, so = x.dtype.itemsize, dtype.itemsize
+    n = x.type.shape[0] * si // so
+    if b.vec_tile is None:
+        raise b.error(f"{what}: no vector tile shape in force; call "
+                      f"pypto.set_vec_tile_shapes(...) before this op")
+    unit = so // math.gcd(si, so)                   # source elements per whole output one
+    t = min(n, -(-b.vec_tile[-1] // unit) * unit * si // so)
+    op = b.emit("bitcast", [x.value], [TensorType(dtype, (n,))], {"tile": [t]})
+    return _result(op)
+
+
+def pack(self):
+    """The bytes of self (flattened, row-major, little-endian) as a 1-D uint8 tensor."""
+    b = _b()
+    x = _tensor(self, b, "pack")
+    if x.dtype.name not in PACK_DTYPES:
+        raise b.error(f"pack: dtype {x.dtype} is not supported (bf16, fp16, fp32, int8/16/32/64,"
+                      f" uint8/16/32/64)")
+    if not 1 <= x.ndim <= 4 or not all(isinstance(d, int) for d in x.type.shape):
+        raise b.error(f"pack takes a tensor of 1 to 4 static dims, not {x.type}")
+    flat = x if x.ndim == 1 else reshape(x, [math.prod(x.type.shape)])
+    return _bitcast(b, flat, U8, "pack")
+
+
+def unpack(self, dstDataType: DType):  # noqa: N803 -- the reference's name
+    """A 1-D uint8 tensor's bytes as dstDataType (little-endian): n / itemsize elements."""
+    b = _b()
+    x = _tensor(self, b, "unpack")
+    if x.dtype != U8 or x.ndim != 1 or not isinstance(x.type.shape[0], int):
+        raise b.error(f"unpack takes a 1-D uint8 tensor of static size, not {x.type}")
+    if not isinstance(dstDataType, DType) or dstDataType.name not in PACK_DTYPES:
+        raise b.error(f"unpack: dstDataType {dstDataType!r} is not supported (bf16, fp16, fp32,"
+                      f" int8/16/32/64, uint8/16/32/64)")
+    if x.type.shape[0] % dstDataType.itemsize:
+        raise b.error(f"unpack: {x.type.shape[0]} bytes are not a whole number of "
+                      f"{dstDataType} elements ({dstDataType.itemsize} bytes each)")
+    return _bitcast(b, x, dstDataType, "unpack")
 
 
 ACCUMULATE_DTYPES = ("bf16", "f16", "f32", "i8", "i16", "i32")

@@ -167,3 +167,111 @@ def test_index_put_errors():
         trace([2, 8], vdt=pypto.DT_FP16)
     with pytest.raises(pypto.CompileError, match="accumulate=True takes"):
         trace([2, 8], vdt=pypto.DT_INT64, xdt=pypto.DT_INT64, accumulate=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gathermask_the_pages_example(backend):
+    @pypto.jit(backend=backend)
+    def k(x: T([3, 6], pypto.DT_INT32), y: T([3, 3], pypto.DT_INT32)):
+        pypto.set_vec_tile_shapes(4, 16)
+        y[:] = pypto.gathermask(x, 1)
+    y = np.zeros((3, 3), np.int32)
+    k(np.arange(18, dtype=np.int32).reshape(3, 6), y)
+    assert y.tolist() == [[0, 2, 4], [6, 8, 10], [12, 14, 16]]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dt", ["f32", "bf16", "i16"])
+def test_gathermask_every_mode_against_numpy(backend, dt):
+    pdt, ndt = {"f32": (pypto.DT_FP32, np.float32), "bf16": (pypto.DT_BF16, ml_dtypes.bfloat16),
+                "i16": (pypto.DT_INT16, np.int16)}[dt]
+
+    @pypto.jit(backend=backend)
+    def k(x: T([2, 5, 24], pdt), m1: T([2, 5, 12], pdt), m2: T([2, 5, 12], pdt),
+          m3: T([2, 5, 6], pdt), m4: T([2, 5, 6], pdt), m5: T([2, 5, 6], pdt),
+          m6: T([2, 5, 6], pdt), m7: T([2, 5, 24], pdt)):
+        pypto.set_vec_tile_shapes(1, 2, 16)
+        for mode, out in enumerate([m1, m2, m3, m4, m5, m6, m7], 1):
+            out[:] = pypto.gathermask(x, mode)
+    x = np.random.default_rng(5).integers(-99, 99, (2, 5, 24)).astype(ndt)
+    outs = [np.zeros((2, 5, n), ndt) for n in (12, 12, 6, 6, 6, 6, 24)]
+    k(x, *outs)
+    want = [x[..., 0::2], x[..., 1::2], x[..., 0::4], x[..., 1::4], x[..., 2::4], x[..., 3::4], x]
+    for got, w in zip(outs, want):
+        np.testing.assert_array_equal(got, w)
+
+
+def test_gathermask_errors():
+    def trace(mode, n=8, dt=pypto.DT_FP32):
+        @pypto.jit
+        def k(x: T([2, n], dt), y: T([2, 2], dt)):
+            pypto.set_vec_tile_shapes(4, 16)
+            y[:] = pypto.view(pypto.gathermask(x, mode), [2, 2], [0, 0])
+        return k.trace()
+    with pytest.raises(pypto.CompileError, match="pattern_mode must be an int from 1 to 7"):
+        trace(8)
+    with pytest.raises(pypto.CompileError, match="pattern_mode 3 needs a static last dim that "
+                                                  "is a multiple of 4, not 6"):
+        trace(3, 6)
+    with pytest.raises(pypto.CompileError, match="dtype i8 is not supported"):
+        trace(1, dt=pypto.DT_INT8)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pack_and_unpack_the_pages_examples(backend):
+    @pypto.jit(backend=backend)
+    def k(x: T([1, 2], pypto.DT_INT32), u: T([8], pypto.DT_UINT8), y: T([8], pypto.DT_UINT8),
+          z: T([2], pypto.DT_INT32)):
+        pypto.set_vec_tile_shapes(4, 16)
+        y[:] = pypto.pack(x)
+        z[:] = pypto.unpack(u, pypto.DT_INT32)
+    y, z = np.zeros(8, np.uint8), np.zeros(2, np.int32)
+    k(np.array([[0x03040506, 0x01050608]], np.int32),
+      np.array([6, 5, 4, 3, 8, 6, 5, 1], np.uint8), y, z)
+    assert y.tolist() == [6, 5, 4, 3, 8, 6, 5, 1]
+    assert z.tolist() == [0x03040506, 0x01050608]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dt", ["bf16", "f32", "i64", "u16"])
+def test_pack_and_unpack_against_numpy(backend, dt):
+    pdt, ndt = {"f32": (pypto.DT_FP32, np.float32), "bf16": (pypto.DT_BF16, ml_dtypes.bfloat16),
+                "i64": (pypto.DT_INT64, np.int64), "u16": (pypto.DT_UINT16, np.uint16)}[dt]
+    nb = 3 * 20 * np.dtype(ndt).itemsize
+
+    @pypto.jit(backend=backend)
+    def k(x: T([3, 20], pdt), p: T([nb], pypto.DT_UINT8), r: T([60], pdt),
+          w: T([nb // 8], pypto.DT_INT64), v: T([20], pdt), pv: T([20 * np.dtype(ndt).itemsize],
+                                                                pypto.DT_UINT8)):
+        pypto.set_vec_tile_shapes(2, 24)          # several tiles with a tail
+        b = pypto.pack(x)
+        p[:] = b
+        r[:] = pypto.unpack(b, pdt)               # the round trip
+        w[:] = pypto.unpack(b, pypto.DT_INT64)    # another width
+        pypto.set_vec_tile_shapes(8)
+        pv[:] = pypto.pack(v)
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 60000, (3, 20)).astype(ndt) if dt in ("i64", "u16") else \
+        rng.standard_normal((3, 20)).astype(ndt)
+    v = x[1].copy()
+    p, r = np.zeros(nb, np.uint8), np.zeros(60, ndt)
+    w, pv = np.zeros(nb // 8, np.int64), np.zeros(v.nbytes, np.uint8)
+    k(x, p, r, w, v, pv)
+    np.testing.assert_array_equal(p, np.frombuffer(x.tobytes(), np.uint8))
+    assert r.tobytes() == x.tobytes() and w.tobytes() == x.tobytes()
+    np.testing.assert_array_equal(pv, np.frombuffer(v.tobytes(), np.uint8))
+
+
+def test_pack_and_unpack_errors():
+    def trace(fn, n=8, dt=pypto.DT_UINT8, out=pypto.DT_INT32):
+        @pypto.jit
+        def k(x: T([n], dt), y: T([1], out)):
+            pypto.set_vec_tile_shapes(16)
+            y[:] = pypto.view(fn(x), [1], [0])
+        return k.trace()
+    with pytest.raises(pypto.CompileError, match="6 bytes are not a whole number of i32"):
+        trace(lambda x: pypto.unpack(x, pypto.DT_INT32), 6)
+    with pytest.raises(pypto.CompileError, match="unpack takes a 1-D uint8 tensor"):
+        trace(lambda x: pypto.unpack(x, pypto.DT_INT32), dt=pypto.DT_INT8)
+    with pytest.raises(pypto.CompileError, match="pack: dtype bool is not supported"):
+        trace(pypto.pack, dt=pypto.DT_BOOL, out=pypto.DT_UINT8)
