@@ -275,3 +275,18 @@ def test_pack_and_unpack_errors():
         trace(lambda x: pypto.unpack(x, pypto.DT_INT32), dt=pypto.DT_INT8)
     with pytest.raises(pypto.CompileError, match="pack: dtype bool is not supported"):
         trace(pypto.pack, dt=pypto.DT_BOOL, out=pypto.DT_UINT8)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_one_output_used_leaves_a_dead_reshape_that_schedules(backend):
+    # deinterleave's unused even half is a reshape task whose store DCE removes: a task
+    # that touches no GM (the scheduler once crashed on its missing dependences)
+    @pypto.jit(backend=backend)
+    def k(a: T([2, 3, 2, 8], pypto.DT_FP32), b: T([2, 3, 2, 8], pypto.DT_FP32),
+          o: T([2, 3, 2, 8], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 2, 2, 8)
+        o[:] = pypto.deinterleave(a, b)[1]
+    a, b = np.random.default_rng(7).standard_normal((2, 2, 3, 2, 8), dtype=np.float32)
+    o = np.zeros_like(a)
+    k(a, b, o)
+    np.testing.assert_array_equal(o, np.concatenate([a, b], -1)[..., 1::2])
