@@ -44,7 +44,8 @@ range); a position named twice keeps the last write (the page: "undefined") or, 
 accumulate, sums every value (index_add's order). accumulate takes the page's dtypes: bf16,
 fp16, fp32, int8, int16, int32. Built as the flat row index sum_j indices[j] * stride_j of
 input viewed as [prod(shape[:k]), rest] rows, then scatter (overwrite) or index_add
-(accumulate) of values' rows.
+(accumulate) of values' rows. Tiles: as the page, a vec tile of lower rank than values is
+completed with values' trailing dims (a tile [t1] for values [t, n, p] is [t1, n, p]).
 """
 from __future__ import annotations
 
@@ -226,7 +227,21 @@ def index_put_(input, indices, values, accumulate: bool = False):  # noqa: A002
     if accumulate and x.dtype.name not in ACCUMULATE_DTYPES:
         raise b.error(f"index_put_: accumulate=True takes bf16, fp16, fp32, int8, int16 or "
                       f"int32, not {x.dtype}")
-    rows, rest = 1, list(x.type.shape[k:])
+    saved = b.vec_tile
+    if saved is not None and len(saved) < v.ndim and \
+            all(isinstance(d, int) for d in v.type.shape[len(saved):]):
+        b.vec_tile = list(saved) + list(v.type.shape[len(saved):])     # the page's rule
+    try:
+        out = _put_rows(x, idx, v, accumulate)
+    finally:
+        b.vec_tile = saved
+    move(x, out)
+    return None
+
+
+def _put_rows(x, idx, v, accumulate: bool):
+    """x with values' rows put (or added) at the rows the indices name."""
+    k, rows, rest = len(idx), 1, list(x.type.shape[len(idx):])
     for j in range(k):
         rows = E.mul(rows, x.dim(j))
     flat_x = reshape(x, [rows] + rest) if k != 1 else x
@@ -237,5 +252,4 @@ def index_put_(input, indices, values, accumulate: bool = False):  # noqa: A002
     else:
         full_idx = expand_clone(reshape(row, [t] + [1] * len(rest)), [t] + rest)
         out = scatter(flat_x, 0, full_idx, v)
-    move(x, reshape(out, list(x.type.shape)) if k != 1 else out)
-    return None
+    return reshape(out, list(x.type.shape)) if k != 1 else out

@@ -290,3 +290,22 @@ def test_one_output_used_leaves_a_dead_reshape_that_schedules(backend):
     o = np.zeros_like(a)
     k(a, b, o)
     np.testing.assert_array_equal(o, np.concatenate([a, b], -1)[..., 1::2])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_index_put_completes_a_short_tile_with_values_dims(backend):
+    @pypto.jit(backend=backend)
+    def k(x: T([5, 3, 16], pypto.DT_FP32), i: T([4], pypto.DT_INT32),
+          v: T([4, 3, 16], pypto.DT_FP32), y: T([5, 3, 16], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(2, 3, 16)
+        y.move(x * 1.0)
+        pypto.set_vec_tile_shapes(2)              # [2] -> [2, 3, 16], as the page says
+        pypto.index_put_(y, (i,), v, True)
+    x = np.random.default_rng(8).standard_normal((5, 3, 16)).astype(np.float32)
+    i = np.array([4, 0, 4, 2], np.int32)
+    v = np.arange(4 * 48, dtype=np.float32).reshape(4, 3, 16)
+    y = np.zeros_like(x)
+    k(x, i, v, y)
+    want = x.copy()
+    np.add.at(want, i, v)
+    np.testing.assert_allclose(y, want, rtol=1e-6)
