@@ -158,3 +158,6 @@ def test_random_errors():
         trace(pypto.normal, [4, 8], [1], [0, 1], [1], pypto.DT_INT32)
     with pytest.raises(pypto.CompileError, match="shape must be a list of 1 to 4"):
         trace(u, [1, 1, 1, 4, 8], [1], [0, 1], [1], pypto.DT_FP32)
+    with pytest.raises(pypto.CompileError, match="odd last dim \\(333\\) is made as one tile"):
+        trace(lambda *a: pypto.view(pypto.normal(*a), [4, 8], [0, 0]), [1000, 333], [1],
+              [0, 1], [1], pypto.DT_FP32)
