@@ -164,6 +164,11 @@ def pack(self):
                       f" uint8/16/32/64)")
     if not 1 <= x.ndim <= 4 or not all(isinstance(d, int) for d in x.type.shape):
         raise b.error(f"pack takes a tensor of 1 to 4 static dims, not {x.type}")
+    need, have = 2 * math.prod(x.type.shape) * x.dtype.itemsize, b.target.buffer("ub")
+    if x.ndim > 1 and need > have:
+        raise b.error(f"pack of a rank-{x.ndim} tensor flattens it as one tile, which needs "
+                      f"{need // 1024} KiB of UB; target {b.target.name} holds {have // 1024} "
+                      f"KiB: pack a 1-D tensor (or smaller views) instead")
     flat = x if x.ndim == 1 else reshape(x, [math.prod(x.type.shape)])
     return _bitcast(b, flat, U8, "pack")
 

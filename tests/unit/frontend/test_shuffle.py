@@ -276,6 +276,14 @@ def test_pack_and_unpack_errors():
     with pytest.raises(pypto.CompileError, match="pack: dtype bool is not supported"):
         trace(pypto.pack, dt=pypto.DT_BOOL, out=pypto.DT_UINT8)
 
+    @pypto.jit
+    def big(x: T([1024, 1024], pypto.DT_FP32), y: T([1], pypto.DT_UINT8)):
+        pypto.set_vec_tile_shapes(16, 64)
+        y[:] = pypto.view(pypto.pack(x), [1], [0])
+    with pytest.raises(pypto.CompileError, match="pack of a rank-2 tensor flattens it as one "
+                                                  "tile, which needs 8192 KiB of UB"):
+        big.trace()
+
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_one_output_used_leaves_a_dead_reshape_that_schedules(backend):
