@@ -161,3 +161,30 @@ def test_random_errors():
     with pytest.raises(pypto.CompileError, match="odd last dim \\(333\\) is made as one tile"):
         trace(lambda *a: pypto.view(pypto.normal(*a), [4, 8], [0, 0]), [1000, 333], [1],
               [0, 1], [1], pypto.DT_FP32)
+
+
+OPS3 = '''
+import libpypto as pypto
+
+@pypto.jit
+def k(x: pypto.Tensor([8, 64], pypto.DT_FP32), i: pypto.Tensor([3], pypto.DT_INT32),
+      v: pypto.Tensor([3, 64], pypto.DT_FP32), y: pypto.Tensor([8, 64], pypto.DT_FP32),
+      w: pypto.Tensor([8, 32], pypto.DT_FP32), q: pypto.Tensor([8, 16], pypto.DT_FP32),
+      p: pypto.Tensor([128], pypto.DT_INT32)):
+    pypto.set_vec_tile_shapes(4, 32)
+    y[:] = x + pypto.normal([8, 64], [3], [0, 2], [1], pypto.DT_FP32)
+    a, b = pypto.deinterleave(x)
+    c, d = pypto.interleave(a, b)
+    w[:] = c + pypto.uniform([8, 32], [3], [0, 2], [1], pypto.DT_FP32) * d
+    q[:] = pypto.gathermask(x, 5)
+    p[:] = pypto.unpack(pypto.pack(pypto.view(x, [2, 64], [0, 0])), pypto.DT_INT32)
+    pypto.index_put_(y, (i,), v, True)
+'''
+
+
+def test_the_new_ops_agree_at_every_level(tmp_path):
+    from libpypto import driver
+    f = tmp_path / "ops3.py"
+    f.write_text(OPS3)
+    rows = driver.check_levels(driver.trace(str(f)))
+    assert len(rows) > 2 and all(r["verdict"] == "pass" for r in rows[1:]), rows
