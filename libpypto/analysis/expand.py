@@ -256,7 +256,8 @@ def _dependencies(boxes: list, first: list, shapes: list, total: int) -> list:
                         rd.pop(c, None)
         for i in range(n):
             preds[base + i] = sorted(deps[i])
-    return preds
+    # a task that touches no GM (its result unused, its store removed): no dependences
+    return [p if p is not None else [] for p in preds]
 
 
 def _flat_boxes(lo, hi, g, counts, shape) -> list:

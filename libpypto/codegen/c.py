@@ -315,6 +315,8 @@ class _Program(MoreInstrs, RowRuns):
         self.emit(f"memcpy({self.tile(d)}, {self.tile(s)}, "
                   f"{_numel(d.type.shape) * d.type.dtype.itemsize});")
 
+    i_tbitcast = i_treshape         # the same bytes, another dtype (pack / unpack)
+
     def i_textract(self, op) -> None:
         d, s = op.operands
         (r, c), C = d.type.shape, s.type.shape[-1]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..errors import PyptoError
 from ..ir import expr as E
+from ..ir import ops as O
 from . import c_text as c
 
 
@@ -40,6 +41,21 @@ class MoreInstrs:
                       "float" if work == "float" else "int")
         self.emit(f"for (int64_t {i} = 0; {i} < {d.type.shape[0]}; {i}++) "
                   f"{self.tile(d)}[{i}] = {value};")
+
+    def i_tuniform(self, op) -> None:
+        """Philox4x32 [0, 1) floats (c_ops.h pp_philox; runtime/philox.py is the same in
+        numpy): element at global flat index g gets word g % 4 of block g / 4."""
+        d, a = op.operands[0], op.attrs
+        dt, shape = d.type.dtype, d.type.shape
+        idx = [self.fresh() for _ in shape]
+        g = " + ".join(f"(uint64_t)(({self.ex(o)}) + {i}) * {s}ull"
+                       for o, i, s in zip(a["offsets"], idx, c._strides(a["shape"])))
+        n = O.UNIFORM_BITS[dt.name]
+        word = (f"pp_philox({g}, {a['key'][0]}u, {a['key'][1]}u, {a['counter'][0]}u, "
+                f"{a['counter'][1]}u, {a['rounds']})")
+        value = c._st(dt, f"(float)({word} & {(1 << n) - 1}u) * 0x1p-{n}f", "float")
+        self.loops(shape, idx)
+        self.emit(f"    {self.tile(d)}[{self.flat(shape, idx)}] = {value};")
 
     def i_ttri(self, op) -> None:
         dst, src = op.operands

@@ -109,3 +109,18 @@ static inline int64_t pp_f2i(double x, int mode, int sat, double lo, double hi, 
 static inline int64_t pp_isat(int64_t v, int64_t lo, int64_t hi) {
     return v < lo ? lo : (v > hi ? hi : v);
 }
+/* Philox4x32 (Salmon et al., SC 2011; Random123 constants): word idx % 4 of the block whose
+   128-bit counter is (idx / 4 as two words, c2, c3) under key (k0, k1); runtime/philox.py is
+   the same in numpy (pypto.uniform, pypto.normal) */
+static inline uint32_t pp_philox(uint64_t idx, uint32_t k0, uint32_t k1, uint32_t c2,
+                                 uint32_t c3, int rounds) {
+    uint64_t blk = idx >> 2;
+    uint32_t c[4] = {(uint32_t)blk, (uint32_t)(blk >> 32), c2, c3};
+    for (int r = 0; r < rounds; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1;
+        c[0] = n0; c[1] = (uint32_t)p1; c[2] = n2; c[3] = (uint32_t)p0;
+        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+    }
+    return c[idx & 3];
+}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 
 from ..ir import ops as O
-from . import api, composites, numpy_guard, ops, quant
+from . import api, composites, numpy_guard, ops, quant, rng, shuffle
 from .enums import TileOpFormat
 from .tensor import SymScalar, TraceTensor, _b, fmt_shape, read_scalar, scalar_expr, slice_key
 
@@ -14,7 +14,7 @@ from .tensor import SymScalar, TraceTensor, _b, fmt_shape, read_scalar, scalar_e
 def _catalogue() -> dict:
     """Every public function the two modules define (the generated elementwise ones too)."""
     out = {}
-    for m in (ops, composites, api):            # later modules wrap earlier ones (api)
+    for m in (ops, composites, api, shuffle, rng):            # later modules wrap earlier ones (api)
         for n, v in vars(m).items():
             if not n.startswith("_") and inspect.isfunction(v) and v.__module__ == m.__name__:
                 out[n] = v

@@ -133,6 +133,10 @@ REDUCE["amax"], REDUCE["amin"] = REDUCE["max"], REDUCE["min"]     # tensor-level
 
 ELEMENTWISE = {**UNARY, **BINARY, **TERNARY}
 
+# uniform's float of a Philox word x: (x & (2**bits - 1)) / 2**bits, the low mantissa bits of
+# the dtype (runtime/philox.py, codegen/c_more.py i_tuniform)
+UNIFORM_BITS = {"f32": 23, "f16": 10, "bf16": 7}
+
 
 def is_elementwise(name: str) -> bool:
     return name in ELEMENTWISE or name == "cast"

@@ -18,6 +18,7 @@ from .types import BOOL, DTYPES, I32, TensorType
 INDEX = I32
 
 TILE = opt(ListOf(Int(1)))
+WORDS = ListOf(Int(0, 0xFFFFFFFF), 2)      # a uint64 as its (low, high) 32-bit words
 UNTILED = ("param", "tensor", "view", "loop", "if", "reshape", "read")     # no tile shape of their own
 
 
@@ -203,6 +204,20 @@ def v_reshape(op, err) -> None:
         err(f"reshape of {n_in} elements into {n_out}")
 
 
+def v_bitcast(op, err) -> None:
+    """pack / unpack: a 1-D static tensor's bytes as another dtype; a tile of the result
+    covers whole source elements."""
+    x, t = op.operands[0].type, op.results[0].type
+    if x.rank != 1 or t.rank != 1 or not isinstance(x.shape[0], int) or \
+            not isinstance(t.shape[0], int) or \
+            x.shape[0] * x.dtype.itemsize != t.shape[0] * t.dtype.itemsize or \
+            BOOL in (x.dtype, t.dtype):
+        err(f"bitcast of {x} into {t}: not the same bytes of 1-D static numeric tensors")
+    tile = op.attrs["tile"]
+    if len(tile) != 1 or tile[0] * t.dtype.itemsize % x.dtype.itemsize:
+        err(f"bitcast tile {tile} must cover whole {x.dtype} elements")
+
+
 def v_permute(op, err) -> None:
     x = op.operands[0].type
     perm = op.attrs["perm"]
@@ -249,7 +264,10 @@ def v_created(op, err) -> None:
             return
     if op.name == "arange" and t.rank != 1:
         err("arange makes a 1-D tensor")
-    if op.name in ("full", "arange", "copy"):
+    if op.name == "uniform" and (t.dtype.kind != "float" or
+                                 not all(isinstance(d, int) for d in t.shape)):
+        err(f"uniform makes a float tensor of static shape, not {t}")
+    if op.name in ("full", "arange", "copy", "uniform"):
         _tile_ok(op, err, t.shape, t.dtype)
 
 
@@ -301,6 +319,7 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
     _d("sort", (T,), (T, T), {**SCAN, "descending": attr(Bool())}, v_sort),
     _d("argsort", (T,), (T,), {**SCAN, "descending": attr(Bool())}, v_sort),
     _d("reshape", (T,), (T,), {"shape": attr(EXPRS)}, v_reshape),
+    _d("bitcast", (T,), (T,), {"tile": attr(ListOf(Int(1)))}, v_bitcast, trace="pack"),
     _d("permute", (T,), (T,), {"perm": attr(INTS), "tile": TILE}, v_permute),
     *[_d(n, (T,), (T,), {"diagonal": attr(Int()), "tile": TILE}, v_same)
       for n in ("tril", "triu")],
@@ -312,6 +331,10 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
     _d("full", (), (T,), {"value": attr(Ex(num=True)), "tile": TILE}, v_created),
     _d("arange", (), (T,), {"start": attr(Ex(num=True)), "step": attr(Ex(num=True)),
                             "tile": TILE}, v_created),
+    # Philox4x32 uniform [0, 1) floats (runtime/philox.py): the two 32-bit words of the key
+    # and of the counter's upper 64 bits, the round count
+    _d("uniform", (), (T,), {"key": attr(WORDS), "counter": attr(WORDS),
+                             "rounds": attr(Int(1, 16)), "tile": TILE}, v_created),
     _d("check", (), (), {"cond": attr(EXPR), "what": attr(Text())}, None, trace="",
        where=("tensor", "module")),
     _d("loop", (), (), LOOP, None, trace="", where=("tensor", "module"), regions=1),

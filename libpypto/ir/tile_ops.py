@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from ..errors import VerifyError
 from . import ops as O
-from .opdef import (EXPR, EXPRS, INTS, NAT, PIPE, Bool, DictOf, Ex, Ident, Int, Num, OpDef, Str,
-                    attr, opt)
+from .opdef import (EXPR, EXPRS, INTS, NAT, PIPE, Bool, DictOf, Ex, Ident, Int, ListOf, Num,
+                    OpDef, Str, attr, opt)
 from .types import BOOL, I64, TileType
 
 CUBE_SPACES = {"tload": ({"ub", "l1"}, None), "textract": ({"l0a", "l0b"}, {"l1"}),
@@ -120,6 +120,13 @@ def v_same_size(op, err) -> None:
         err(f"{op.name} of a {src} tile into a {dst} tile")
 
 
+def v_bitcast(op, err) -> None:
+    """tbitcast: the same bytes, another dtype (pack / unpack)."""
+    dst, src = op.operands[0].type, op.operands[1].type
+    if dst.nbytes != src.nbytes:
+        err(f"tbitcast of a {src} tile into a {dst} tile")
+
+
 def v_textract(op, err) -> None:
     dst, src = op.operands[0].type, op.operands[1].type
     if dst.rank != 2 or src.rank < 2:
@@ -203,6 +210,12 @@ def v_tiota(op, err) -> None:
         err("tiota fills a 1-D tile")
 
 
+def v_tuniform(op, err) -> None:
+    t, a = op.operands[0].type, op.attrs
+    if t.dtype.kind != "float" or len(a["offsets"]) != t.rank or len(a["shape"]) != t.rank:
+        err(f"tuniform fills a float tile with offsets and a shape of its rank, not {t}")
+
+
 def v_tgather(op, err) -> None:
     dst, gm = op.operands[0].type, op.operands[1].type
     a = op.attrs
@@ -278,6 +291,7 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
     _i("tcvt", (TL, TL), {"mode": opt(Str("rint", "round", "floor", "ceil", "trunc", "odd")),
                           "sat": opt(Bool()), **PRO_VALID}, v_same_size, _pipe_vector, "TCVT"),
     _i("treshape", (TL, TL), {}, v_same_size, _pipe_vector, "TRESHAPE", numpy="tcopy"),
+    _i("tbitcast", (TL, TL), {}, v_bitcast, _pipe_vector, "TBITCAST"),
     _i("textract", (TL, TL), {"offsets": attr(EXPRS), "trans": opt(Bool()), **PRO_VALID}, v_textract,
        "MTE1", "TEXTRACT"),
     _i("tinsert", (TL, TL), {"offsets": attr(EXPRS), **PRO_VALID}, v_tinsert, _pipe_tinsert,
@@ -290,6 +304,10 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
     _i("texpands", (TL,), {"value": attr(Ex(num=True)), **PRO_VALID}, None, _pipe_vector, "TEXPANDS"),
     _i("tiota", (TL,), {"start": attr(Ex(num=True)), "step": attr(Ex(num=True)),
                         "offset": attr(EXPR)}, v_tiota, _pipe_vector, "TIOTA"),
+    _i("tuniform", (TL,), {"offsets": attr(EXPRS), "shape": attr(INTS),
+                           "key": attr(ListOf(Int(0, 0xFFFFFFFF), 2)),
+                           "counter": attr(ListOf(Int(0, 0xFFFFFFFF), 2)),
+                           "rounds": attr(Int(1, 16))}, v_tuniform, _pipe_vector, "TUNIFORM"),
     _i("ttri", (TL, TL), {"lower": attr(Bool()), "diagonal": attr(Int()), "row0": attr(EXPR),
                           "col0": attr(EXPR)}, v_ttri, _pipe_vector, "TTRI"),
     _i("targreduce", (TL, TL, TL), {"kind": attr(Str("max", "min")), "dim": attr(NAT),

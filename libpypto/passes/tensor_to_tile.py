@@ -231,6 +231,27 @@ class _Expander:
             "tiota", [dst], [], {"start": op.attrs["start"], "step": op.attrs["step"],
                                  "offset": offs[0]}, [], op.loc))
 
+    def x_uniform(self, op):
+        a = op.attrs
+        self.map_kernel(op, list(op.result.type.shape), lambda dst, _, offs: Op(
+            "tuniform", [dst], [], {"offsets": list(offs), "shape": list(op.result.type.shape),
+                                    "key": a["key"], "counter": a["counter"],
+                                    "rounds": a["rounds"]}, [], op.loc))
+
+    def x_bitcast(self, op):
+        """Output tiles of t elements, each the bytes of t * out / in source elements (the
+        two grids have as many tiles)."""
+        x, t = op.operands[0], op.result.type
+        tile = _clip(op.attrs["tile"], t.shape)
+        k = tile[0] * t.dtype.itemsize // x.type.dtype.itemsize
+        grid, offs, valid = _grid(t.shape, tile, list(t.shape))
+        _, src_offs, src_valid = _grid(x.type.shape, [k], list(x.type.shape))
+        body: list = []
+        src = self.load(body, x, [k], src_offs, src_valid)
+        dst = _tile(body, t.dtype, tile)
+        body.append(Op("tbitcast", [dst, src], [], {}, [], op.loc))
+        self.finish(op, body, dst, grid, tile, offs, valid, list(t.shape))
+
     def x_tril(self, op):
         x = op.operands[0]
         self.map_kernel(op, list(self.home[x].valid), lambda dst, src, offs: Op(

@@ -20,6 +20,7 @@ from ..ir.defs import OPS
 from ..ir.types import dtype as _dtype
 from . import cast as _cast
 from .cast import is_float
+from .philox import uniform_block
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 _erfc = np.vectorize(math.erfc, otypes=[np.float64])
@@ -169,6 +170,13 @@ class _Interp:
         n = self.ev(op.result.type.shape[0])
         self.set(op, _round_to(start + np.arange(n) * step, op.result.type.dtype))
 
+    def op_uniform(self, op):
+        a, t = op.attrs, op.result.type
+        shape = [self.ev(d) for d in t.shape]
+        v = uniform_block([0] * len(shape), shape, shape, a["key"], a["counter"], a["rounds"],
+                          t.dtype.name)
+        self.set(op, _round_to(v, t.dtype))
+
     # views and writes
     def op_view(self, op):
         src, src_valid = self.get(op.operands[0])
@@ -200,6 +208,10 @@ class _Interp:
     def op_reshape(self, op):
         x, _ = self.get(op.operands[0])
         self.set(op, x.reshape([self.ev(d) for d in op.result.type.shape]).copy())
+
+    def op_bitcast(self, op):
+        x, _ = self.get(op.operands[0])
+        self.set(op, np.ascontiguousarray(x).view(op.result.type.dtype.np).copy())
 
     def op_permute(self, op):
         x, valid = self.get(op.operands[0])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .interp import cast_array, elementwise, is_float, reduce_array, sort_rows, work
+from .philox import uniform_block
 
 
 def _put(dst: np.ndarray, value) -> None:
@@ -65,6 +66,11 @@ def tcopy(dst, src) -> None:
     _put(dst, src.reshape(dst.shape) if src.size == dst.size else src)
 
 
+def tbitcast(dst, src) -> None:
+    """The same bytes as dst's dtype (pack / unpack)."""
+    dst[...] = np.ascontiguousarray(src).view(dst.dtype).reshape(dst.shape)
+
+
 def textract(dst, src, offsets, trans=False) -> None:
     s = src.reshape(src.shape[-2:])
     o0, o1 = offsets
@@ -78,6 +84,15 @@ def texpands(dst, value) -> None:
 
 def tiota(dst, start, step, offset) -> None:
     _put(dst, start + (offset + np.arange(dst.shape[0])) * step)
+
+
+def tuniform(dst, offsets, shape, key, counter, rounds) -> None:
+    """Philox4x32 [0, 1) floats of the tile at offsets of a tensor of shape (runtime/philox)."""
+    _put(dst, uniform_block(offsets, dst.shape, shape, key, counter, rounds, _name(dst)))
+
+
+def _name(a: np.ndarray) -> str:
+    return {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[a.dtype.name]
 
 
 def telementwise(name: str, dst, *srcs, scalar=None, scalar_side="rhs") -> None:
