@@ -3,12 +3,15 @@
 machine's fp32 FMA peak (measured here by a small C loop, one and two threads, each on its
 own CPU clock).
 
-    python bench/matmul.py [--reps N] [--quick] [--compile] [--case NAME]
+    python bench/matmul.py [--reps N] [--quick] [--compile] [--case NAME] [--tiles 256]
+                           [--clock wall|cpu]
 
 Cases: fp32 4096 x 1024 x 4096 (M x K x N, the cube tiles of examples/matmul.py: 128 x 128
 C tiles, K in L1 steps of 256 and L0 steps of 128), the same with fp16 and with bf16 inputs
 (fp32 accumulation and output), and fp32 with a fused epilogue: bias + gelu (tanh form) and
-bias + silu. `--quick` shrinks every shape to 1024 x 512 x 1024.
+bias + silu. `--quick` shrinks every shape to 1024 x 512 x 1024; `--tiles T` makes every cube
+tile T (the host runs one task per C tile and packs b once per task and k step: bigger tiles
+read b fewer times).
 
 Method: pypto writes into a preallocated output (first-touch page faults paid in the
 warm-up); numpy and torch run as users write them (they allocate their result). Every
@@ -76,12 +79,12 @@ class Case(NamedTuple):
     check: Callable
 
 
-def make_kernel(M: int, K: int, N: int, dt: str, epilogue: str | None):
+def make_kernel(M: int, K: int, N: int, dt: str, epilogue: str | None, tiles=TILES):
     """A Tensor-mode matmul c = a @ b (+ bias, then gelu-tanh or silu) as a user writes it."""
     pdt = DTS[dt][0]
 
     def body(a, b, bias, c):
-        pypto.set_cube_tile_shapes(*TILES)
+        pypto.set_cube_tile_shapes(*tiles)
         pypto.set_vec_tile_shapes(128, 128)
         x = pypto.matmul(a, b, pypto.DT_FP32)
         if epilogue == "gelu":
@@ -166,14 +169,18 @@ def _torch_calls(torch, a, b, bias, dt, epilogue, compile_too: bool) -> dict:
     return out
 
 
-def cases(quick: bool, compile_too: bool = False, only: str | None = None):
-    """The benchmark's cases (see the module docstring for the row format)."""
+def cases(quick: bool, compile_too: bool = False, only: str | None = None,
+          tile: int | None = None):
+    """The benchmark's cases (see the module docstring for the row format); tile: every cube
+    tile size (M, K L0 and L1, N) instead of examples/matmul.py's."""
+    tiles = ([tile, tile], [tile, tile], [tile, tile]) if tile else TILES
     M, K, N = (1024, 512, 1024) if quick else (4096, 1024, 4096)
     rng = np.random.default_rng(0)
     torch = _torch()
     for dt, epi in (("f32", None), ("f16", None), ("bf16", None), ("f32", "gelu"),
                     ("f32", "silu")):
-        name = f"matmul {dt}" + (f" + bias + {epi}" if epi else "")
+        name = f"matmul {dt}" + (f" + bias + {epi}" if epi else "") + (
+            f" (tiles {tile})" if tile else "")
         if only and only not in name:
             continue
         npdt = DTS[dt][1]
@@ -181,7 +188,7 @@ def cases(quick: bool, compile_too: bool = False, only: str | None = None):
         b = rng.standard_normal((K, N), dtype=np.float32).astype(npdt)
         bias = rng.standard_normal((1, N), dtype=np.float32)
         c = np.zeros((M, N), np.float32)
-        k = make_kernel(M, K, N, dt, epi)
+        k = make_kernel(M, K, N, dt, epi, tiles)
         a32, b32 = a.astype(np.float32), b.astype(np.float32)
 
         def ours(threads, k=k, a=a, b=b, bias=bias, c=c):
@@ -301,6 +308,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small shapes (a smoke test)")
     ap.add_argument("--compile", action="store_true", help="also torch.compile (slow start)")
     ap.add_argument("--case", help="only cases whose name contains this")
+    ap.add_argument("--tiles", type=int, help="every cube tile this size (e.g. 256)")
     ap.add_argument("--clock", choices=list(CLOCK), default="wall",
                     help="cpu: CPU seconds per thread (for a machine other work loads)")
     args = ap.parse_args()
@@ -311,7 +319,7 @@ def main() -> int:
         print("torch is not importable: its columns are skipped (pip install torch)")
     labels = ["pypto", "numpy", "torch", "torch.compile"]
     rows = []
-    for case in cases(args.quick, args.compile, args.case):
+    for case in cases(args.quick, args.compile, args.case, args.tiles):
         med, err, same = measure(case, args.reps, args.clock)
         gf = {key: case.flops / s / 1e9 for key, s in med.items()}
         row = [case.name, case.shape]

@@ -12,8 +12,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import libpypto as pypto
 from libpypto.codegen.c import prelude
 from libpypto.codegen.c_plan import _workspace_floats
+from libpypto.jit import call_kernel
 from libpypto.runtime.compiler import compile_shared, find_cc
 
 pytestmark = pytest.mark.skipif(find_cc() is None, reason="no C compiler")
@@ -103,3 +105,25 @@ def test_each_element_sums_in_k_order(mm):
     for q in range(k):
         acc = np.float32(np.float64(acc) + np.float64(a[0, q]) * np.float64(b[q, 0]))
     assert (c == acc).all()
+
+
+def test_a_tensor_mode_matmul_is_bit_identical_for_any_thread_count():
+    # rule: the k order of every sum does not depend on the tasks' threads: fp16 operands,
+    # row and column tails in the last tiles (M = 100, N = 72 over 64 x 64 C tiles), two
+    # calls per tile (k steps of 160), one and two threads give the same bytes, within fp32 of numpy
+    @pypto.jit
+    def mm(a: pypto.Tensor[["M", 320], pypto.DT_FP16], b: pypto.Tensor[[320, 72], pypto.DT_FP16],
+           c: pypto.Tensor[["M", 72], pypto.DT_FP32]):
+        pypto.set_cube_tile_shapes([64, 64], [160, 320], [64, 64])
+        c[:] = pypto.matmul(a, b, pypto.DT_FP32)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((100, 320)).astype(np.float16)
+    b = rng.standard_normal((320, 72)).astype(np.float16)
+    outs = []
+    for threads in (1, 2):
+        c = np.zeros((100, 72), np.float32)
+        call_kernel(mm, (a, b, c), {}, threads=threads)
+        outs.append(c)
+    assert np.array_equal(outs[0], outs[1])
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.max(np.abs(outs[0] - ref)) <= 1e-5 * np.max(np.abs(ref))
