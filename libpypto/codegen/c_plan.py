@@ -25,7 +25,8 @@ applies it):
 - Fusion hazards: where one pass would store into a reused buffer before a later element of
   it is read, a Fused unit is marked `hazard` (its instructions render one by one) and a row
   pass is split into one pass per instruction (`split`).
-- The per-core workspace the register-blocked tmatmul kernel widens fp16/bf16 operands into.
+- The per-core workspace of the register-blocked tmatmul kernel: b's packed panels, and a's
+  k chunk widened to fp32 when a is fp16/bf16.
 
 Nothing here writes C: the renderer decides only how a decided unit is spelled.
 """
@@ -117,7 +118,7 @@ class ProgramPlan:
     row_local: set = field(default_factory=set)    # tiles declared per row inside a row run
     units: list = field(default_factory=list)      # the body's units
     bodies: dict = field(default_factory=dict)     # `for` op -> the units of its body
-    workspace_bytes: int = 0                       # tmatmul's widened operands
+    workspace_bytes: int = 0                       # tmatmul's packed/widened operands
 
     def declared(self, v) -> bool:
         """Is tile v declared at the top, at its place in the arena (not a view or a row)?"""
@@ -151,7 +152,7 @@ def plan_program(prog, base: dict) -> ProgramPlan:
     p.plan_views(body)
     p.plan_rows(body)
     plan.units = p.units([op for op in body if op.name not in ("arg", "tile")])
-    plan.workspace_bytes = max([4 * _widened_floats(op) for op in _instrs(body)
+    plan.workspace_bytes = max([4 * _workspace_floats(op) for op in _instrs(body)
                                 if op.name == "tmatmul" and matmul_kernel(op)] + [0])
     return plan
 
@@ -163,12 +164,19 @@ def matmul_kernel(op) -> bool:
     return acc.type.dtype.name == "f32" and all(x.type.dtype.name in _MM_DT for x in (a, b))
 
 
-def _widened_floats(op) -> int:
-    """Floats of workspace the kernel widens fp16/bf16 operands of op into."""
+# the prelude's pp_matmul blocking (c_prelude.h, the same numbers): k chunks of PP_KC steps,
+# b packed in panels of up to PP_NR_MAX columns
+PP_KC, PP_NR_MAX = 256, 32
+
+
+def _workspace_floats(op) -> int:
+    """Floats of workspace pp_matmul needs for op: b's packed panels (N rounded up to whole
+    panels, one k chunk), and a's chunk widened to fp32 when a is fp16/bf16."""
     _, a, b = op.operands
     (M, K), (_, N) = a.type.shape, b.type.shape
-    return ((M * K if a.type.dtype.name != "f32" else 0)
-            + (K * N if b.type.dtype.name != "f32" else 0))
+    kc = min(K, PP_KC)
+    panels = -(-N // PP_NR_MAX) * PP_NR_MAX
+    return (panels + (M if a.type.dtype.name != "f32" else 0)) * kc
 
 
 def _fusable(op) -> bool:

@@ -6,6 +6,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>      /* non-temporal stores (pp_store) */
 #endif
+#if defined(__AVX512F__) || defined(__F16C__)
+#include <immintrin.h>      /* fp16 -> fp32 conversion (pp_widen_row) */
+#endif
 
 typedef void (*pp_prog)(void *const *T, const int64_t *S, char *B);
 
@@ -106,17 +109,45 @@ static inline float pp_tanhf(float x) { return tanhf(x); }
    operand has its own row stride (ldc, lda, ldb), so a and b may be read in place from L1
    tiles or GM. Rows of c from m and columns from n on are left as they are.
    Every element of c is accumulated in k order, one fused multiply-add per k, whatever the
-   blocking below: the result does not depend on the tile sizes or on the thread.
-   The micro-kernel keeps a PP_MR x PP_NR block of c in registers: GNU C vector types (not
-   intrinsics), which gcc maps onto AVX-512 (or AVX2, or SSE) registers; it reads b in place
-   (the tile is hot in the cache: packing it did not pay). fp16/bf16 operands are first
-   widened to fp32 in the workspace W (m*k floats for a, then k*n for b). Rows and columns
-   beyond whole blocks take a plain loop. */
+   blocking below: the result depends neither on the tile sizes nor on the thread.
+   The blocking (measured on the 2-core AVX-512 machine, see bench/matmul.py):
+   - k is walked in chunks of PP_KC. Per chunk, b[k0:k0+kc, 0:n] is packed into the workspace
+     W as panels of PP_NR columns (kc x PP_NR floats each, contiguous, zero-padded past n),
+     widened from fp16/bf16 on the way. Packing b turns its rows (often 16 KiB apart in GM,
+     all on one L1 set) into one stream; a packed panel (kc x PP_NR) stays in L1 while every
+     row block of a reads it.
+   - a is read in place (fp32) by broadcasts; fp16/bf16 a is widened per chunk into W after
+     the panels (m x kc floats, row stride kc). Packing fp32 a as well cost more than it won:
+     a cube tile's call is too small to amortise it (128 x 128 x 128 in the examples).
+   - The micro-kernel keeps a PP_MR x PP_NR block of c in registers (PP_NV vectors of PP_VW
+     floats per row), GNU C vector types rather than intrinsics; the loops carry unroll
+     pragmas, without which gcc keeps the block in memory. The shape is chosen at compile
+     time from the ISA gcc -march=native targets on the running machine: AVX-512 8 x 32
+     (16 of 32 zmm accumulate), AVX/AVX2 6 x 16 (12 of 16 ymm), SSE 6 x 8.
+   - Rows past the last whole block take the same kernel with a run-time row count; columns
+     past the last whole panel run on a copy of their c block (the panel's padding is zero).
+   Workspace: PP_NR_MAX-rounded n times min(k, PP_KC) floats, plus m times min(k, PP_KC) when
+   a is fp16/bf16 (codegen/c_plan.py plans it with the same constants). */
 enum { PP_F32, PP_F16, PP_BF16 };
+#if defined(__AVX512F__)
+#define PP_VW 16          /* floats per vector */
 #define PP_MR 8           /* rows of c per register block */
-#define PP_NR 32          /* columns of c per register block: two 16-float vectors */
-#define PP_KC 256         /* k steps per pass over a block: its strip of b stays in L1/L2 */
-typedef float pp_f32x16 __attribute__((vector_size(64), aligned(4)));
+#elif defined(__AVX__)
+#define PP_VW 8
+#define PP_MR 6
+#else
+#define PP_VW 4
+#define PP_MR 6
+#endif
+#define PP_NV 2                   /* vectors per row of a register block (pp_pack_b: 2) */
+#define PP_NR (PP_VW * PP_NV)     /* columns of c per register block (a packed panel) */
+#define PP_NR_MAX 32              /* the largest PP_NR, as c_plan.py sizes the workspace */
+#define PP_KC 256                 /* k steps per packed chunk (c_plan.py: the same) */
+#if PP_NR > PP_NR_MAX
+#error "pp_matmul: PP_NR exceeds the workspace c_plan.py plans"
+#endif
+#define PP_UNROLL _Pragma("GCC unroll 32")
+typedef float pp_vf __attribute__((vector_size(PP_VW * 4), aligned(4)));
 
 static inline float pp_elem(const void *p, int dt, int64_t i) {
     if (dt == PP_BF16) return pp_bf2f(((const uint16_t *)p)[i]);
@@ -126,58 +157,128 @@ static inline float pp_elem(const void *p, int dt, int64_t i) {
     return ((const float *)p)[i];
 }
 
-/* c[0:PP_MR, 0:PP_NR] += a[0:PP_MR, 0:kc] . b[0:kc, 0:PP_NR]  (row strides ldc, lda, ldb) */
-static inline void pp_mm_block(float *c, int64_t ldc, const float *a, int64_t lda,
-                               const float *b, int64_t ldb, int64_t kc) {
-    enum { NV = PP_NR / 16 };
-    pp_f32x16 acc[PP_MR][NV];
-    for (int i = 0; i < PP_MR; i++)
-        for (int v = 0; v < NV; v++) acc[i][v] = *(const pp_f32x16 *)(c + i * ldc + 16 * v);
-    for (int64_t k = 0; k < kc; k++) {
-        const pp_f32x16 *bk = (const pp_f32x16 *)(b + k * ldb);
-        for (int i = 0; i < PP_MR; i++)
-            for (int v = 0; v < NV; v++) acc[i][v] += a[i * lda + k] * bk[v];
+/* dst[0:n] = x[0:n] as fp32; a loop per dtype so that each vectorises */
+static inline void pp_widen_row(float *restrict dst, const void *x, int dt, int64_t n) {
+    if (dt == PP_BF16) {
+        const uint16_t *s = (const uint16_t *)x;
+        for (int64_t j = 0; j < n; j++) {
+            union { uint32_t u; float f; } v;
+            v.u = (uint32_t)s[j] << 16;
+            dst[j] = v.f;
+        }
+        return;
     }
-    for (int i = 0; i < PP_MR; i++)
-        for (int v = 0; v < NV; v++) *(pp_f32x16 *)(c + i * ldc + 16 * v) = acc[i][v];
+#ifdef __FLT16_MAX__
+    if (dt == PP_F16) {           /* exact; gcc 12 leaves the plain loop scalar: F16C by hand */
+        const _Float16 *s = (const _Float16 *)x;
+        int64_t j = 0;
+#if defined(__AVX512F__)
+        for (; j + 16 <= n; j += 16)
+            _mm512_storeu_ps(dst + j, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + j))));
+#elif defined(__F16C__)
+        for (; j + 8 <= n; j += 8)
+            _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + j))));
+#endif
+        for (; j < n; j++) dst[j] = (float)s[j];
+        return;
+    }
+#endif
+    if (dt == PP_F32) {
+        memcpy(dst, x, (size_t)n * 4);
+        return;
+    }
+    for (int64_t j = 0; j < n; j++) dst[j] = pp_elem(x, dt, j);
 }
 
-/* x[0:rows, 0:cols] (row stride ld) as fp32: x itself when it is fp32, else widened into w */
-static const float *pp_widen(const void *x, int dt, int64_t ld, int64_t rows, int64_t cols,
-                             float *w, int64_t *ldw) {
-    if (dt == PP_F32) {
-        *ldw = ld;
-        return (const float *)x;
+/* pb = b[0:kc, 0:n] (row stride ldb, element i*ldb + j) as panels of PP_NR columns, each
+   kc x PP_NR floats, fp32, zero past n. Row by row (a row's lines are adjacent, which the
+   hardware prefetchers follow; rows are often 16 KiB apart, which they do not), with the
+   row PP_PF ahead prefetched by hand. */
+#define PP_PF 8
+static void pp_pack_b(float *restrict pb, const void *b, int dt, int64_t ldb, int64_t kc,
+                      int64_t n) {
+    const int64_t es = dt == PP_F32 ? 4 : 2, n0 = n / PP_NR * PP_NR;
+    for (int64_t q = 0; q < kc; q++) {
+        const char *row = (const char *)b + q * ldb * es;
+        if (q + PP_PF < kc)
+            for (int64_t o = 0; o < n * es; o += 64) __builtin_prefetch(row + PP_PF * ldb * es + o);
+        float *p = pb + q * PP_NR;
+        if (dt == PP_F32)
+            for (int64_t j0 = 0; j0 < n0; j0 += PP_NR)
+                *(pp_vf *)(p + j0 * kc) = *(const pp_vf *)((const float *)row + j0),
+                *(pp_vf *)(p + j0 * kc + PP_VW) = *(const pp_vf *)((const float *)row + j0 + PP_VW);
+        else
+            for (int64_t j0 = 0; j0 < n0; j0 += PP_NR)
+                pp_widen_row(p + j0 * kc, row + j0 * es, dt, PP_NR);
+        if (n0 < n) {                 /* the last, partial panel: zero past n */
+            pp_widen_row(p + n0 * kc, row + n0 * es, dt, n - n0);
+            for (int64_t j = n - n0; j < PP_NR; j++) p[n0 * kc + j] = 0.0f;
+        }
     }
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) w[i * cols + j] = pp_elem(x, dt, i * ld + j);
-    *ldw = cols;
-    return w;
+}
+
+/* c[0:rows, 0:PP_NR] += a[0:rows, 0:kc] (row stride lda) . pb (a packed panel); rows is
+   PP_MR (a constant once inlined: the block lives in registers) or fewer */
+static inline __attribute__((always_inline)) void pp_mm_block(
+        float *c, int64_t ldc, const float *restrict a, int64_t lda, const float *restrict pb,
+        int64_t kc, int rows) {
+    pp_vf acc[PP_MR][PP_NV];
+    PP_UNROLL for (int i = 0; i < rows; i++)
+        PP_UNROLL for (int v = 0; v < PP_NV; v++) acc[i][v] = *(const pp_vf *)(c + i * ldc + PP_VW * v);
+    for (int64_t q = 0; q < kc; q++) {
+        const pp_vf *bq = (const pp_vf *)(pb + q * PP_NR);
+        pp_vf bv[PP_NV];
+        PP_UNROLL for (int v = 0; v < PP_NV; v++) bv[v] = bq[v];
+        PP_UNROLL for (int i = 0; i < rows; i++) {
+            const float ai = a[i * lda + q];
+            PP_UNROLL for (int v = 0; v < PP_NV; v++) acc[i][v] += ai * bv[v];
+        }
+    }
+    PP_UNROLL for (int i = 0; i < rows; i++)
+        PP_UNROLL for (int v = 0; v < PP_NV; v++) *(pp_vf *)(c + i * ldc + PP_VW * v) = acc[i][v];
+}
+
+/* c[0:m, 0:PP_NR or fewer] += a[0:m, 0:kc] . pb, over row blocks; cols < PP_NR runs on a
+   copy of c's block (the panel's columns past cols are zero and their sums are dropped) */
+static void pp_mm_panel(float *c, int64_t ldc, const float *a, int64_t lda, const float *pb,
+                        int64_t kc, int64_t m, int64_t cols) {
+    const int64_t m0 = m / PP_MR * PP_MR;
+    if (cols == PP_NR) {
+        for (int64_t i0 = 0; i0 < m0; i0 += PP_MR)
+            pp_mm_block(c + i0 * ldc, ldc, a + i0 * lda, lda, pb, kc, PP_MR);
+        if (m > m0)
+            pp_mm_block(c + m0 * ldc, ldc, a + m0 * lda, lda, pb, kc, (int)(m - m0));
+        return;
+    }
+    float t[PP_MR * PP_NR];
+    for (int64_t i0 = 0; i0 < m; i0 += PP_MR) {
+        const int rows = (int)pp_min(PP_MR, m - i0);
+        for (int i = 0; i < rows; i++) {
+            memcpy(t + i * PP_NR, c + (i0 + i) * ldc, (size_t)cols * 4);
+            memset(t + i * PP_NR + cols, 0, (size_t)(PP_NR - cols) * 4);
+        }
+        pp_mm_block(t, PP_NR, a + i0 * lda, lda, pb, kc, rows);
+        for (int i = 0; i < rows; i++) memcpy(c + (i0 + i) * ldc, t + i * PP_NR, (size_t)cols * 4);
+    }
 }
 
 static void pp_matmul(float *restrict c, int64_t ldc, const void *a, int64_t lda, int adt,
                       const void *b, int64_t ldb, int bdt, int64_t m, int64_t n, int64_t k,
                       float *restrict W) {
-    int64_t la, lb;
-    const float *af = pp_widen(a, adt, lda, m, k, W, &la);
-    const float *bf = pp_widen(b, bdt, ldb, k, n, W + (adt == PP_F32 ? 0 : m * k), &lb);
-    const int64_t M0 = m / PP_MR * PP_MR, N0 = n / PP_NR * PP_NR;   /* whole blocks */
+    if (m <= 0 || n <= 0 || k <= 0) return;
+    const int64_t kcap = pp_min(k, PP_KC), npad = pp_cdiv(n, PP_NR_MAX) * PP_NR_MAX;
+    float *pb = W, *wa = W + npad * kcap;
     for (int64_t k0 = 0; k0 < k; k0 += PP_KC) {
         const int64_t kc = pp_min(PP_KC, k - k0);
-        for (int64_t j0 = 0; j0 < N0; j0 += PP_NR) {
-            for (int64_t i0 = 0; i0 < M0; i0 += PP_MR)
-                pp_mm_block(c + i0 * ldc + j0, ldc, af + i0 * la + k0, la, bf + k0 * lb + j0, lb,
-                            kc);
-            for (int64_t i = M0; i < m; i++)              /* rows below the last block */
-                for (int64_t q = k0; q < k0 + kc; q++) {
-                    const float aiq = af[i * la + q];
-                    for (int64_t j = j0; j < j0 + PP_NR; j++) c[i * ldc + j] += aiq * bf[q * lb + j];
-                }
+        pp_pack_b(pb, (const char *)b + k0 * ldb * (bdt == PP_F32 ? 4 : 2), bdt, ldb, kc, n);
+        const float *af = (const float *)a + k0;
+        int64_t la = lda;
+        if (adt != PP_F32) {          /* widen this chunk of a: m x kc, row stride kc */
+            for (int64_t i = 0; i < m; i++)
+                pp_widen_row(wa + i * kc, (const char *)a + (i * lda + k0) * 2, adt, kc);
+            af = wa, la = kc;
         }
-        for (int64_t i = 0; i < m; i++)                   /* columns right of the last block */
-            for (int64_t q = k0; q < k0 + kc; q++) {
-                const float aiq = af[i * la + q];
-                for (int64_t j = N0; j < n; j++) c[i * ldc + j] += aiq * bf[q * lb + j];
-            }
+        for (int64_t j0 = 0; j0 < n; j0 += PP_NR)
+            pp_mm_panel(c + j0, ldc, af, la, pb + j0 * kc, kc, m, pp_min(PP_NR, n - j0));
     }
 }

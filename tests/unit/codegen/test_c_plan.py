@@ -344,16 +344,32 @@ def test_row_run_stops_where_rows_would_reorder_accesses():
 
 # -- the plan as a whole ----------------------------------------------------------------------
 
-def test_bf16_matmul_plans_its_workspace():
-    # rule: the register-blocked kernel widens bf16 operands into the workspace: M*K + K*N
-    # floats here; fp32 operands need none
+def test_matmul_plans_its_workspace():
+    # rule: the register-blocked kernel packs b into panels of whole PP_NR_MAX columns, one k
+    # chunk of at most PP_KC steps (here 64 columns x 64 k), and widens a bf16 a chunk into
+    # the workspace after them (64 rows x 64 k); fp32 a is read in place
     bf16 = [(n, t.replace("f32", "bf16") if r == "input" else t, r) for n, t, r in MATMUL]
     body = MATMUL_BODY.replace("CLOBBER", "").replace("l1.f32", "l1.bf16").replace(
         "l0a.f32", "l0a.bf16").replace("l0b.f32", "l0b.bf16")
     plan, _ = plan_of(exec_doc(body, bf16, "cube"))
     assert plan.workspace_bytes == 4 * (64 * 64 + 64 * 64)
     plan, _ = plan_of(exec_doc(MATMUL_BODY.replace("CLOBBER", ""), MATMUL, "cube"))
-    assert plan.workspace_bytes == 0
+    assert plan.workspace_bytes == 4 * 64 * 64
+
+
+def test_matmul_workspace_rounds_to_whole_panels_and_one_k_chunk():
+    # rule: N rounds up to whole panels of PP_NR_MAX (32) columns; K counts at most PP_KC
+    from libpypto.codegen.c_plan import PP_KC, PP_NR_MAX, _workspace_floats
+    from types import SimpleNamespace as NS
+
+    def operand(shape, dt):
+        return NS(type=NS(shape=shape, dtype=NS(name=dt)))
+    op = NS(operands=[None, operand((48, 1000), "f32"), operand((1000, 40), "f32")])
+    assert (PP_KC, PP_NR_MAX) == (256, 32)
+    assert _workspace_floats(op) == 64 * 256
+    op.operands[1] = operand((48, 100), "f16")
+    op.operands[2] = operand((100, 40), "f16")
+    assert _workspace_floats(op) == (64 + 48) * 100
 
 
 def test_loops_hold_the_units_of_their_body():
