@@ -111,7 +111,7 @@ def all_cases(quick: bool, notes: list):
             spec = importlib.util.spec_from_file_location(f"bench_suite_{name}", path)
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
-            yield from mod.cases(quick)
+            yield from getattr(mod, "bench_cases", mod.cases)(quick)
         except Exception as exc:                      # reported in the notes
             notes.append(f"suite bench/{name}.py failed: {type(exc).__name__}: {exc}")
 

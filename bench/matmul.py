@@ -77,6 +77,9 @@ class Case(NamedTuple):
     pypto: Callable
     others: dict
     check: Callable
+    kernel: object = None          # for bench_cases: the JitKernel, its output array and
+    out: object = None             # the plain numpy computation
+    numpy: Callable | None = None
 
 
 def make_kernel(M: int, K: int, N: int, dt: str, epilogue: str | None, tiles=TILES):
@@ -204,7 +207,19 @@ def cases(quick: bool, compile_too: bool = False, only: str | None = None,
             ref = np_epilogue(x + bias, epi) if epi else x
             err = float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))
             return err, (2e-3 if epi else 1e-5)
-        yield Case(name, f"{M}x{K}x{N}", 2 * M * N * K, ours, theirs, check)
+        yield Case(name, f"{M}x{K}x{N}", 2 * M * N * K, ours, theirs, check, k, c,
+                   lambda a32=a32, b32=b32, bias=bias, epi=epi:
+                   np_epilogue(a32 @ b32 + bias, epi) if epi else a32 @ b32)
+
+
+def bench_cases(quick: bool):
+    """The same cases in bench/bench.py's row format (bench/README.md, "suites"): make bench
+    runs them with its other suites; this script's own table adds torch's half-precision
+    runs and the CPU clock."""
+    for c in cases(quick):
+        yield {"op": c.name, "shape": c.shape, "pypto": lambda c=c: c.pypto(None),
+               "kernels": [c.kernel], "result": lambda c=c: c.out, "numpy": c.numpy,
+               "flops": c.flops, "tol": 2e-3 if "+" in c.name else 1e-4}
 
 
 PEAK_C = r"""
