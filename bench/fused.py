@@ -49,6 +49,7 @@ EPS = 1e-6
 F32 = pypto.DT_FP32
 SHAPES = [(4096, 4096), (16384, 1024)]
 HEAD = 128
+TOK = "T"          # the token (row) dim: named, one compile for any count
 
 # -- STREAM triad ------------------------------------------------------------------------------
 
@@ -108,7 +109,7 @@ def k_softmax(H, R, dyn):
     h = "H" if dyn else H
 
     @pypto.jit
-    def softmax(x: pypto.Tensor[["T", h], F32], y: pypto.Tensor[["T", h], F32]):
+    def softmax(x: pypto.Tensor[[TOK, h], F32], y: pypto.Tensor[[TOK, h], F32]):
         pypto.set_vec_tile_shapes(R, H)
         m = pypto.amax(x, dim=-1, keepdim=True)
         e = pypto.exp(x - m)
@@ -120,8 +121,8 @@ def k_rmsnorm(H, R, dyn):
     h = "H" if dyn else H
 
     @pypto.jit
-    def rmsnorm(x: pypto.Tensor[["T", h], F32], g: pypto.Tensor[[h], F32],
-                y: pypto.Tensor[["T", h], F32]):
+    def rmsnorm(x: pypto.Tensor[[TOK, h], F32], g: pypto.Tensor[[h], F32],
+                y: pypto.Tensor[[TOK, h], F32]):
         pypto.set_vec_tile_shapes(R, H)
         y[:] = pypto.rms_norm(x, g, EPS)
     return rmsnorm
@@ -131,8 +132,8 @@ def k_layernorm(H, R, dyn):
     h = "H" if dyn else H
 
     @pypto.jit
-    def layernorm(x: pypto.Tensor[["T", h], F32], g: pypto.Tensor[[h], F32],
-                  b: pypto.Tensor[[h], F32], y: pypto.Tensor[["T", h], F32]):
+    def layernorm(x: pypto.Tensor[[TOK, h], F32], g: pypto.Tensor[[h], F32],
+                  b: pypto.Tensor[[h], F32], y: pypto.Tensor[[TOK, h], F32]):
         pypto.set_vec_tile_shapes(R, H)
         y[:] = pypto.layer_norm(x, g, b, EPS)
     return layernorm
@@ -143,7 +144,7 @@ def k_gelu(approx):
         h = "H" if dyn else H
 
         @pypto.jit
-        def gelu(x: pypto.Tensor[["T", h], F32], y: pypto.Tensor[["T", h], F32]):
+        def gelu(x: pypto.Tensor[[TOK, h], F32], y: pypto.Tensor[[TOK, h], F32]):
             pypto.set_vec_tile_shapes(R, H)
             y[:] = pypto.gelu(x, approximate=approx)
         return gelu
@@ -154,8 +155,8 @@ def k_silu_mul(H, R, dyn):
     h = "H" if dyn else H
 
     @pypto.jit
-    def silu_mul(g: pypto.Tensor[["T", h], F32], u: pypto.Tensor[["T", h], F32],
-                 y: pypto.Tensor[["T", h], F32]):
+    def silu_mul(g: pypto.Tensor[[TOK, h], F32], u: pypto.Tensor[[TOK, h], F32],
+                 y: pypto.Tensor[[TOK, h], F32]):
         pypto.set_vec_tile_shapes(R, H)
         y[:] = pypto.silu(g) * u
     return silu_mul
@@ -165,9 +166,9 @@ def k_add_rmsnorm(H, R, dyn):
     h = "H" if dyn else H
 
     @pypto.jit
-    def add_rmsnorm(x: pypto.Tensor[["T", h], F32], res: pypto.Tensor[["T", h], F32],
-                    g: pypto.Tensor[[h], F32], y: pypto.Tensor[["T", h], F32],
-                    res_out: pypto.Tensor[["T", h], F32]):
+    def add_rmsnorm(x: pypto.Tensor[[TOK, h], F32], res: pypto.Tensor[[TOK, h], F32],
+                    g: pypto.Tensor[[h], F32], y: pypto.Tensor[[TOK, h], F32],
+                    res_out: pypto.Tensor[[TOK, h], F32]):
         pypto.set_vec_tile_shapes(R, H)
         r = x + res
         res_out[:] = r
@@ -179,8 +180,8 @@ def k_rope(H, R, dyn):
     nh, half = H // HEAD, HEAD // 2
 
     @pypto.jit
-    def rope(x: pypto.Tensor[["T", nh, HEAD], F32], cos: pypto.Tensor[["T", 1, half], F32],
-             sin: pypto.Tensor[["T", 1, half], F32], out: pypto.Tensor[["T", nh, HEAD], F32]):
+    def rope(x: pypto.Tensor[[TOK, nh, HEAD], F32], cos: pypto.Tensor[[TOK, 1, half], F32],
+             sin: pypto.Tensor[[TOK, 1, half], F32], out: pypto.Tensor[[TOK, nh, HEAD], F32]):
         pypto.set_vec_tile_shapes(R, nh, half)
         x1, x2 = x[:, :, 0:half], x[:, :, half:HEAD]
         out[:, :, 0:half] = x1 * cos - x2 * sin

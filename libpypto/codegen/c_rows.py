@@ -84,7 +84,6 @@ class RowRuns:
         (none for rows past the valid region), returns that and the row's GM address."""
         t, gm = op.operands
         R, C = t.type.shape
-        offs = [self.ex(o) for o in op.attrs["offsets"]]
         valid = op.attrs["valid"]
         r = self.row.var
         cond = [] if isinstance(valid[-2], int) and valid[-2] >= R else \
