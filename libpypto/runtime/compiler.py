@@ -24,6 +24,11 @@ blindly:
 The checksum guards against accidents (a full disk, a killed copy, a stray or swapped file),
 not against someone who can write the cache: they could as well edit this library.
 
+Vector math: where the compiler links glibc's libmvec (probed once per process, mvec_flags),
+the optimised build adds -DPP_MVEC and -lmvec; the prelude then declares math.h's float
+functions SIMD-enabled and gcc vectorises loops over them into libmvec's vector variants
+(codegen/c_prelude.h). The flags are part of the cache key.
+
 Sanitized builds (`pypto-run --sanitize`, the `sanitizing()` block, `sanitize=True`): the
 kernel and the runtime are built with AddressSanitizer and UndefinedBehaviorSanitizer at -O1
 with -g, the level the sanitizers' authors recommend (-O3 merges and widens accesses and
