@@ -424,6 +424,7 @@ def main() -> int:
     ap.add_argument("--no-dynamic", action="store_true", help="skip the named-H table")
     ap.add_argument("--no-tiles", action="store_true", help="skip the tile rows table")
     args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)      # each table as it is done
     ops = [o for o in args.ops.split(",") if o]
     bad = [o for o in ops if o not in OPS]
     if bad:
