@@ -43,6 +43,7 @@ golden: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/bench.py
+	$(PY) bench/fused.py --reps 5
 
 clean:
 	rm -rf out .pytest_cache

@@ -2,7 +2,7 @@
 one thread and with two, against the machine's measured limits.
 
 Cases come from this file (the examples' softmax, rmsnorm and matmul) and from every suite
-module next to it that exists (SUITES: bench/fused.py, bench/matmul.py), each exposing
+module next to it that exists (SUITES: bench/matmul.py), each exposing
 `cases(quick)` (the interface is in bench/README.md). Per case and thread count, the sides run
 interleaved, REPS times each, and the table gives medians (and pypto's best run): every timed
 call follows an untimed call of the same side (idle cores wake slowly on this VM, and
@@ -44,7 +44,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-SUITES = ("fused", "matmul")           # bench/<name>.py, each with cases(quick), if present
+SUITES = ("matmul",)     # bench/<name>.py with cases(quick) or bench_cases(quick), if present
+# bench/fused.py is a script of its own (three tables); make bench runs it after this one
 
 
 def load(name: str):

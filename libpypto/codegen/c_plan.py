@@ -252,7 +252,9 @@ def _overlap(a0: int, a1: int, b0: int, b1: int) -> bool:
 def _row_role(op):
     """("row", R, C) for an instruction that works row by row on (R, C) tiles (row r of its
     result needs row r of its sources only), ("inv", 0, C) for a load of a (C,) or (1, C)
-    tile (every row reads it whole), else None."""
+    tile (every row reads it whole), else None. Tiles of one row (R = 1) make runs of one
+    row: their loads count as "inv" (moved before the loop of one row), the passes over
+    the row still fuse."""
     n = op.name
     if n in ("tload", "tstore"):
         t, g = op.operands[0].type, op.operands[1].type
@@ -260,16 +262,18 @@ def _row_role(op):
             return ("row", t.shape[0], t.shape[1])
         if n == "tload" and (t.rank == 1 or (t.rank == 2 and t.shape[0] == 1)):
             return ("inv", 0, t.shape[-1])
+        if t.rank == 2 and g.rank >= 2:       # a store of a one-row tile: a run of one row
+            return ("row", 1, t.shape[1])
         return None
     if n == "treduce":
         d, s = op.operands
         if s.type.rank == 2 and op.attrs["dims"] == [1] and d.type.shape == (s.type.shape[0], 1) \
-                and s.type.shape[0] > 1:
+                and s.type.shape[0] >= 1:
             return ("row", s.type.shape[0], s.type.shape[1])
         return None
     if n == "texpands" or _fusable(op):
         d = op.operands[0].type
-        if d.rank != 2 or d.shape[0] < 2:
+        if d.rank != 2:
             return None
         R, C = d.shape
         ok = {(R, C), (R, 1), (1, C), (C,), (1, 1), (1,)}

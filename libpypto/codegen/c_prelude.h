@@ -80,6 +80,79 @@ static inline uint16_t pp_f2bf(float f) {
     return (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);
 }
 
+/* fp16 is stored as its bits (uint16_t, like bf16) and converted with integer and float
+   arithmetic that gcc vectorises on any x86 vector ISA (its _Float16 conversions do not
+   vectorise in gcc 12, and need AVX-512 FP16 or F16C). Exact: the same bits as IEEE
+   round-to-nearest-even conversion for every float (checked against the hardware's over all
+   2^32 inputs); NaN stays NaN (quiet, sign and top payload bits kept, as the hardware does).
+   Selects are written as masks: nested conditionals keep gcc from vectorising for AVX2. */
+static inline float pp_fbits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t pp_ubits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float pp_h2f(uint16_t h) {
+    uint32_t e = (uint32_t)(h & 0x7c00u), u = (uint32_t)(h & 0x7fffu) << 13;
+    uint32_t inf = -(uint32_t)(e == 0x7c00u), sub = -(uint32_t)(e == 0);
+    uint32_t nrm = u + (112u << 23) + (inf & (112u << 23));     /* rebias; inf/NaN: all ones */
+    uint32_t den = pp_ubits(pp_fbits(u + (113u << 23)) - pp_fbits(113u << 23));  /* exact */
+    return pp_fbits((nrm & ~sub) | (den & sub) | ((uint32_t)(h & 0x8000u) << 16));
+}
+static inline uint16_t pp_f2h(float f) {
+    uint32_t v = pp_ubits(f), sign = v & 0x80000000u, a = v ^ sign;
+    const uint32_t magic = 126u << 23;     /* below 2^-14 the float add rounds to a subnormal */
+    uint32_t sub = pp_ubits(pp_fbits(a) + pp_fbits(magic)) - magic;
+    uint32_t nrm = (a - (112u << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;   /* ties to even */
+    uint32_t nan = -(uint32_t)(a > 0x7f800000u), big = -(uint32_t)(a >= (143u << 23)),
+             low = -(uint32_t)(a < (113u << 23));
+    uint32_t o = (low & sub) | (~low & nrm);
+    o = (big & 0x7c00u) | (~big & o);
+    o = (nan & (0x7e00u | ((a >> 13) & 0x3ffu))) | (~nan & o);
+    return (uint16_t)(o | (sign >> 16));
+}
+
+/* Vector math. With glibc's libmvec (compiler.py passes -DPP_MVEC and links -lmvec when the
+   compiler can), the float functions of math.h are declared SIMD-enabled here, as glibc's own
+   math.h does only under -ffast-math: gcc then vectorises a loop over tanhf, expf, erff, powf
+   ... into calls of libmvec's vector variants (_ZGVeN16v_tanhf for AVX-512, _ZGVdN8v_ for
+   AVX2, _ZGVbN4v_ for SSE), without -ffast-math's licence to reorder anything else.
+   libmvec's float variants are within 4 ulp (glibc's manual; tests/unit/codegen/
+   test_vecmath.py states the bound per function). The scalar tail of such a loop calls the
+   scalar libm function, which may differ from the vector variant in the last bit: a result
+   depends on the element's value and its place in the tile, never on the thread.
+   Without libmvec (another C library) the declarations are plain and only exp and sigmoid,
+   through pp_expf below, vectorise. */
+#if defined(PP_MVEC) && defined(__GNUC__)
+#define PP_SIMD __attribute__((simd("notinbranch")))
+#else
+#define PP_SIMD
+#endif
+PP_SIMD float expf(float);
+PP_SIMD float exp2f(float);
+PP_SIMD float expm1f(float);
+PP_SIMD float logf(float);
+PP_SIMD float log2f(float);
+PP_SIMD float log10f(float);
+PP_SIMD float log1pf(float);
+PP_SIMD float sinf(float);
+PP_SIMD float cosf(float);
+PP_SIMD float tanf(float);
+PP_SIMD float asinf(float);
+PP_SIMD float acosf(float);
+PP_SIMD float atanf(float);
+PP_SIMD float sinhf(float);
+PP_SIMD float coshf(float);
+PP_SIMD float tanhf(float);
+PP_SIMD float asinhf(float);
+PP_SIMD float acoshf(float);
+PP_SIMD float atanhf(float);
+PP_SIMD float erff(float);
+PP_SIMD float erfcf(float);
+PP_SIMD float cbrtf(float);
+PP_SIMD float powf(float, float);
+PP_SIMD float atan2f(float, float);
+PP_SIMD float hypotf(float, float);
+
+#if defined(PP_MVEC)
+static inline float pp_expf(float x) { return expf(x); }
+#else
 /* exp(x) in float: range reduction by ln2 and a degree-6 polynomial; within 2 ulp, written
    without branches so that loops over tiles vectorise. Above ln(FLT_MAX) (88.72...) n is 128
    and p >= 1, so the scaling below overflows to +inf by itself; hi = 89 only bounds n (the
@@ -102,8 +175,7 @@ static inline float pp_expf(float x) {
     float res = p * s1.f * s2.f;
     return x != x ? x : res;
 }
-
-static inline float pp_tanhf(float x) { return tanhf(x); }
+#endif
 
 /* tmatmul on the host: c[0:m, 0:n] += a[0:m, 0:k] . b[0:k, 0:n], accumulated in fp32; every
    operand has its own row stride (ldc, lda, ldb), so a and b may be read in place from L1

@@ -21,6 +21,7 @@ class _RowState:
         self.ptr: dict = {}           # tile used in place -> its row pointer
         self.used: set = set()        # tiles whose row the loop body touches
         self.stream: dict = {}        # tstore -> its streaming flag
+        self.prefetch: list = []      # (C name, bytes per element) of the next row's GM loads
 
 
 class RowRuns:
@@ -43,6 +44,7 @@ class RowRuns:
         self.depth += 1
         at = len(self.lines)
         self.row = state
+        pf_decl = self.prefetch_rows(run)
         self.units(run.units)
         self.row = None
         decl = []           # the rows the loop body uses, declared at its top
@@ -52,6 +54,8 @@ class RowRuns:
                 decl.append(f"{t.dtype.c_type} {n}[{t.shape[1]}];  /* row {r} of {t} */"
                             if v in run.local else
                             f"{t.dtype.c_type} *const {state.ptr[v]} = {n} + {r} * {t.shape[1]};")
+        for name, addr in pf_decl:
+            decl.append(f"const char *const {name} = (const char *)({addr});  /* next row */")
         self.lines[at:at] = ["    " * self.depth + line for line in decl]
         self.depth -= 1
         self.emit("}")
@@ -80,7 +84,6 @@ class RowRuns:
         (none for rows past the valid region), returns that and the row's GM address."""
         t, gm = op.operands
         R, C = t.type.shape
-        offs = [self.ex(o) for o in op.attrs["offsets"]]
         valid = op.attrs["valid"]
         r = self.row.var
         cond = [] if isinstance(valid[-2], int) and valid[-2] >= R else \
@@ -90,10 +93,43 @@ class RowRuns:
         cols = self.clamp(C, valid[-1])
         self.emit(f"const int64_t {n} = {' && '.join(cond)} ? {cols} : 0;  /* valid in row {r} */"
                   if cond else f"const int64_t {n} = {cols};  /* valid in row {r} */")
+        return n, self.gm_row_at(op, r)
+
+    def gm_row_at(self, op, r: str) -> str:
+        """The GM address of row r (a C expression) of a row-mode tload/tstore."""
+        gm = op.operands[1]
+        offs = [self.ex(o) for o in op.attrs["offsets"]]
         gst = self.gm_strides(gm.type)
-        row = r if offs[-2] == "0" else f"{offs[-2]} + {r}"
+        row = r if offs[-2] == "0" else f"{offs[-2]} + {c._paren(r)}"
         terms = list(zip(offs[:-2], gst[:-2])) + [(row, gst[-2]), (offs[-1], "1")]
-        return n, c._at(self.names[gm], terms)
+        return c._at(self.names[gm], terms)
+
+    def prefetch_rows(self, run) -> list:
+        """The next row of each GM tile the run loads row by row, prefetched (into L2) while
+        this row is computed: one cache line per 64 bytes of a pass's columns (prefetch()),
+        in the first pass over the row. The last row of the tile prefetches its own row
+        again (a hit) rather than the next tile's, which another core may run. Prefetches
+        never fault and change no value; they let the loads of row r + 1 overlap the
+        arithmetic on row r, which the hardware prefetchers alone do not (they stop at page
+        boundaries and run only a few lines ahead of the demand loads)."""
+        out, r, R = [], self.row.var, run.rows
+        for op in run.body:
+            if op.name == "tload" and self.row_local_of(op.operands[0]):
+                name = self.fresh("pf")
+                out.append((name, self.gm_row_at(op, f"{r} + 1 < {R} ? {r} + 1 : {r}")))
+                self.row.prefetch.append((name, op.operands[1].type.dtype.itemsize))
+        return out
+
+    def row_local_of(self, v) -> bool:
+        t = v.type
+        return t.rank == 2 and t.shape[0] == self.row.rows
+
+    def prefetch(self, j: str, w: int, pad: str) -> None:
+        """Prefetch statements for columns j .. j + w of the next row (see prefetch_rows)."""
+        for name, isz in self.row.prefetch:
+            for q in range(0, max(1, w * isz // 64)):
+                off = f"{j} * {isz}" + (f" + {64 * q}" if q else "")
+                self.emit(f"{pad}__builtin_prefetch({name} + {off}, 0, 2);")
 
     def row_tload(self, op) -> None:
         d, gm = op.operands
@@ -181,13 +217,34 @@ class RowRuns:
             self.row_lanes(C, lanes, element)
         elif C == 1:          # per-row scalars
             element("0", "0", "")
+        elif self.row.prefetch and C >= c.ACC_LANES:
+            self.row_chunks(C, element)
         else:
             j = self.fresh("j")
             self.emit(f"for (int64_t {j} = 0; {j} < {C}; {j}++) {{")
             element(j, "0", "    ")
             self.emit("}")
+        if C > 1:
+            self.row.prefetch = []     # one pass prefetches the next row
         self.depth -= 1
         self.emit("}")
+
+    def row_chunks(self, C: int, element) -> None:
+        """A pass's plain loop in chunks of ACC_LANES columns (each chunk prefetching the next
+        row's lines, then one vector step), then the tail."""
+        j, k = self.fresh("j"), self.fresh("k")
+        L = c.ACC_LANES
+        self.emit(f"int64_t {j} = 0;")
+        self.emit(f"for (; {j} + {L} <= {C}; {j} += {L}) {{")
+        self.prefetch(j, L, "    ")
+        self.emit(f"    PP_LANES for (int {k} = 0; {k} < {L}; {k}++) {{")
+        element(f"{j} + {k}", "0", "        ")
+        self.emit("    }")
+        self.emit("}")
+        if C % L:
+            self.emit(f"for (; {j} < {C}; {j}++) {{")
+            element(j, "0", "    ")
+            self.emit("}")
 
     def row_scalars(self, instrs: list) -> dict:
         """The per-row scalars ((R, 1) sources) a pass reads, loaded once: tile -> C name."""
@@ -225,10 +282,16 @@ class RowRuns:
         then each reduction's lanes combined."""
         j, k = self.fresh("j"), self.fresh("k")
         self.emit(f"int64_t {j} = 0;")
-        self.emit(f"for (; {j} + {c.ACC_LANES} <= {C}; {j} += {c.ACC_LANES})")
+        if self.row.prefetch:
+            self.emit(f"for (; {j} + {c.ACC_LANES} <= {C}; {j} += {c.ACC_LANES}) {{")
+            self.prefetch(j, c.ACC_LANES, "    ")
+        else:
+            self.emit(f"for (; {j} + {c.ACC_LANES} <= {C}; {j} += {c.ACC_LANES})")
         self.emit(f"    PP_LANES for (int {k} = 0; {k} < {c.ACC_LANES}; {k}++) {{")
         element(f"{j} + {k}", k, "        ")
         self.emit("    }")
+        if self.row.prefetch:
+            self.emit("}")
         if C % c.ACC_LANES:
             self.emit(f"for (int {k} = 0; {j} + {k} < {C}; {k}++) {{")
             element(f"{j} + {k}", k, "    ")
@@ -249,6 +312,7 @@ class RowRuns:
             w, k, o = 64 // gdt.itemsize, self.fresh("k"), self.fresh("o")
             self.emit(f"int64_t {j} = 0;")
             self.emit(f"for (; {j} + {w} <= {n}; {j} += {w}) {{")
+            self.prefetch(j, w, "    ")
             self.emit(f"    {gdt.c_type} {o}[{w}];")
             self.emit(f"    PP_LANES for (int {k} = 0; {k} < {w}; {k}++) {{")
             value = element(f"{j} + {k}", k, "        ")

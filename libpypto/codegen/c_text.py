@@ -18,7 +18,7 @@ def _ld(dt, x: str) -> str:
     if dt.name == "bf16":
         return f"pp_bf2f({x})"
     if dt.name == "f16":
-        return f"(float){x}"
+        return f"pp_h2f({x})"
     if dt.kind == "float":
         return x
     return f"(int64_t){x}"
@@ -29,7 +29,7 @@ def _st(dt, x: str, src_kind: str = "float") -> str:
     if dt.name == "bf16":
         return f"pp_f2bf({x})"
     if dt.name == "f16":
-        return f"(_Float16)({x})"
+        return f"pp_f2h({x})"
     if dt.kind == "float":
         return f"(float)({x})"
     if dt.kind == "bool":

@@ -39,7 +39,7 @@ class DType:
 
 DTYPES = {d.name: d for d in [
     DType("f32", "DT_FP32", 4, "float", "float32", "float"),
-    DType("f16", "DT_FP16", 2, "float", "float16", "_Float16"),
+    DType("f16", "DT_FP16", 2, "float", "float16", "uint16_t"),
     DType("bf16", "DT_BF16", 2, "float", "bfloat16", "uint16_t"),
     DType("i8", "DT_INT8", 1, "int", "int8", "int8_t"),
     DType("i16", "DT_INT16", 2, "int", "int16", "int16_t"),

@@ -24,6 +24,11 @@ blindly:
 The checksum guards against accidents (a full disk, a killed copy, a stray or swapped file),
 not against someone who can write the cache: they could as well edit this library.
 
+Vector math: where the compiler links glibc's libmvec (probed once per process, mvec_flags),
+the optimised build adds -DPP_MVEC and -lmvec; the prelude then declares math.h's float
+functions SIMD-enabled and gcc vectorises loops over them into libmvec's vector variants
+(codegen/c_prelude.h). The flags are part of the cache key.
+
 Sanitized builds (`pypto-run --sanitize`, the `sanitizing()` block, `sanitize=True`): the
 kernel and the runtime are built with AddressSanitizer and UndefinedBehaviorSanitizer at -O1
 with -g, the level the sanitizers' authors recommend (-O3 merges and widens accesses and
@@ -89,6 +94,35 @@ def find_cc() -> str | None:
     return None
 
 
+def cflags(cc: str) -> list:
+    """The optimised build's compile flags for cc: CFLAGS, and -DPP_MVEC where it links libmvec."""
+    return CFLAGS + list(mvec_flags(cc)[:1])
+
+
+@lru_cache(maxsize=4)
+def mvec_flags(cc: str) -> tuple:
+    """("-DPP_MVEC", "-lmvec") when cc can link glibc's vector math library, else ().
+
+    With it, the prelude declares math.h's float functions SIMD-enabled and gcc vectorises
+    loops over them into libmvec's calls (c_prelude.h). Probed once per process by linking a
+    shared library that calls a vector variant; x86-64 only (the variants' names are its ABI)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return ()
+    probe = ("#include <math.h>\n__attribute__((simd(\"notinbranch\"))) float expf(float);\n"
+             "void f(float *restrict y, const float *restrict x) {\n"
+             "    for (int i = 0; i < 64; i++) y[i] = expf(x[i]);\n}\n")
+    with tempfile.TemporaryDirectory(prefix="pypto-mvec-") as tmp:
+        with open(os.path.join(tmp, "probe.c"), "w", encoding="utf-8") as f:
+            f.write(probe)
+        try:
+            rc = subprocess.run([cc, "-O3", "-fno-math-errno", "-fPIC", "-shared", "probe.c",
+                                 "-o", "probe.so", "-lmvec", "-lm"], cwd=tmp, timeout=60,
+                                capture_output=True).returncode
+        except (OSError, subprocess.SubprocessError):
+            return ()
+    return ("-DPP_MVEC", "-lmvec") if rc == 0 else ()
+
+
 @lru_cache(maxsize=4)
 def _cc_version(cc: str) -> str:
     try:
@@ -141,7 +175,7 @@ def cache_key(source: str, sanitize: bool = False) -> str:
     k = (source, bool(sanitize), cc)
     key = _keys.get(k)
     if key is None:
-        flags = SANITIZE_FLAGS if sanitize else CFLAGS
+        flags = SANITIZE_FLAGS if sanitize else cflags(cc)
         if len(_keys) >= 16:       # sources can be megabytes: keep a few
             _keys.clear()
         key = _keys[k] = _digest("\0".join([source, " ".join(flags), _cc_version(cc),
@@ -242,7 +276,7 @@ def compile_shared(source: str, sanitize: bool | None = None) -> tuple[str, bool
     if problem != MISSING:
         warn(f"cache entry {path} {problem}: removed and rebuilt")
     try:
-        _build(cc, SANITIZE_FLAGS if sanitize else CFLAGS, source, key, path, sanitize)
+        _build(cc, SANITIZE_FLAGS if sanitize else cflags(cc), source, key, path, sanitize)
     except PyptoError:
         if problem != MISSING:
             with contextlib.suppress(OSError):
@@ -260,7 +294,7 @@ def _build(cc: str, flags: list, source: str, key: str, path: str, sanitize: boo
         out = os.path.join(tmp, "kernel.out")
         # run in tmp on a relative name: reports and debug info say kernel.c:LINE
         rc, err = _run_cc([cc, *flags, f"-ffile-prefix-map={tmp}=.", "kernel.c", "-o",
-                           "kernel.out", "-lm", "-lpthread"], tmp)
+                           "kernel.out", *mvec_flags(cc)[1:], "-lm", "-lpthread"], tmp)
         if rc != 0:
             first = (err.strip().splitlines() or ["unknown error"])[0]
             keep = os.path.join(os.path.dirname(path), f"failed_{key[:16]}.c")

@@ -10,7 +10,12 @@ from __future__ import annotations
 import importlib.util
 import pathlib
 
+import numpy as np
+
+import libpypto as pypto
 from libpypto.codegen import c
+from libpypto.jit import call_kernel
+from libpypto.runtime import code_op
 from libpypto.ir.defs import OPS
 
 HERE = pathlib.Path(__file__).parent
@@ -52,3 +57,31 @@ def test_split_row_pass_prints_one_pass_per_instruction():
     assert "/* tadd: one pass over the row */" in split
     whole = c_of(cases.exec_doc(cases.WIDE_BODY.replace("ADDR", "1049088"), cases.WIDE))
     assert "/* texp tadd: one pass over the row */" in whole
+
+
+def test_row_run_prefetches_the_next_row_in_its_first_pass_only():
+    """Each GM tile loaded row by row gets a pointer to its next row (its own row again at the
+    tile's last row) and one prefetch per 16 columns, in the first pass over the row."""
+    split = c_of(cases.exec_doc(cases.WIDE_BODY.replace("ADDR", "0"), cases.WIDE))
+    run = split[split.index("one row at a time"):]
+    assert run.count("/* next row */") == 1
+    assert "r1 + 1 < " in run
+    first = run.index("one pass over the row")
+    second = run.index("one pass over the row", first + 1)
+    assert run.count("__builtin_prefetch(") == 1
+    assert first < run.index("__builtin_prefetch(") < second
+
+
+def test_one_row_tiles_fuse_their_passes_in_a_row_run():
+    """A (1, C) tile is a row run of one row: x * x and its sum share one pass."""
+    @pypto.jit
+    def rms(x: pypto.Tensor[[8, 256], pypto.DT_FP32], y: pypto.Tensor[[8, 256], pypto.DT_FP32]):
+        pypto.set_vec_tile_shapes(1, 256)
+        y[:] = pypto.rms_norm(x)
+    x = np.random.default_rng(0).standard_normal((8, 256), dtype=np.float32)
+    y = np.zeros_like(x)
+    call_kernel(rms, (x, y), {}, threads=1)
+    src = code_op(next(iter(rms._cache.values())).doc).attrs["source"]
+    assert "/* tmul treduce: one pass over the row */" in src
+    want = x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6)
+    assert np.allclose(y, want, rtol=1e-5, atol=1e-6)
