@@ -2,6 +2,7 @@
 their tables; a case suite plugs in through cases(quick). No time is asserted: the numbers
 are measured on a shared machine and only the tables' shape is checked."""
 import os
+import re
 import subprocess
 import sys
 
@@ -28,8 +29,10 @@ def test_calls_quick_prints_both_tables():
 
 def test_bench_quick_prints_every_case_and_says_what_it_skipped():
     out = run("bench/bench.py", "--quick", "--reps", "1")
-    for op in ("softmax", "rmsnorm", "matmul"):
-        assert out.count(f"\n{op} ") == 2, out              # one row per thread count
+    for op in ("softmax", "rmsnorm", "matmul"):                # one row per thread count
+        assert len(re.findall(rf"^{op}  +\S", out, re.M)) == 2, out
+    silu = re.escape("matmul f32 + bias + silu")                # a row of a suite
+    assert len(re.findall(rf"^{silu}  +\S", out, re.M)) == 2, out
     assert "MISMATCH" not in out
     assert "STREAM triad GB/s" in out and "overhead us" in out
     assert "skipped torch.compile: --quick" in out or "skipped torch eager" in out
