@@ -23,8 +23,9 @@ demo: $(STAMP)
 	pypto-prof out/softmax.run --chrome out/softmax.trace.json --svg out/softmax.svg
 	@echo "demo: Perfetto trace in out/softmax.trace.json, swimlane in out/softmax.svg"
 
+# the suite on every core (pytest-xdist): ~7.5 instead of ~9.5 minutes on 2 cores
 test: $(STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest -n auto tests
 
 # a fast subset (under a minute): everything not marked slow
 check: $(STAMP)
