@@ -180,8 +180,9 @@ def check(op, env: dict) -> None:
     if not E.evaluate(op.attrs["cond"], env):
         used = sorted(E.free_symbols(op.attrs["cond"]))
         values = ", ".join(f"{s}={env[s]}" for s in used if s in env)
-        raise PyptoError(f"{op.attrs['what']} (with {values}): it would fall off the end",
-                         op.loc)
+        why = "the element counts differ" if op.attrs["what"].startswith("reshape") else \
+            "it would fall off the end"
+        raise PyptoError(f"{op.attrs['what']} (with {values}): {why}", op.loc)
 
 
 def _col(v, n: int) -> np.ndarray:
