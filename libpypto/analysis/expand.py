@@ -176,12 +176,12 @@ class DataDependent(PyptoError):
 
 
 def check(op, env: dict) -> None:
-    """A size check: refuse sizes that would make a write fall off its tensor."""
+    """A size check: refuse sizes that would make a write fall off its tensor (or break what
+    the check's `why` says)."""
     if not E.evaluate(op.attrs["cond"], env):
         used = sorted(E.free_symbols(op.attrs["cond"]))
         values = ", ".join(f"{s}={env[s]}" for s in used if s in env)
-        why = "the element counts differ" if op.attrs["what"].startswith("reshape") else \
-            "it would fall off the end"
+        why = op.attrs.get("why", "it would fall off the end")
         raise PyptoError(f"{op.attrs['what']} (with {values}): {why}", op.loc)
 
 

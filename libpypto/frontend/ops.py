@@ -606,7 +606,8 @@ def _count_checked(b, t, dims: list, prod_, total) -> tuple:
     i = sym[0]
     b.emit("check", attrs={"cond": E.eq(dims[i], derived),
                            "what": f"reshape {fmt_shape(t.type.shape)} -> {fmt_shape(dims)}: "
-                                   f"dim {i} must be {E.to_str(derived)}"})
+                                   f"dim {i} must be {E.to_str(derived)}",
+                           "why": "the element counts differ"})
     dims = dims[:i] + [derived] + dims[i + 1:]
     return dims, total
 

@@ -335,8 +335,9 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
     # and of the counter's upper 64 bits, the round count
     _d("uniform", (), (T,), {"key": attr(WORDS), "counter": attr(WORDS),
                              "rounds": attr(Int(1, 16)), "tile": TILE}, v_created),
-    _d("check", (), (), {"cond": attr(EXPR), "what": attr(Text())}, None, trace="",
-       where=("tensor", "module")),
+    # a size check; why ends its error (default: "it would fall off the end")
+    _d("check", (), (), {"cond": attr(EXPR), "what": attr(Text()), "why": opt(Text())}, None,
+       trace="", where=("tensor", "module")),
     _d("loop", (), (), LOOP, None, trace="", where=("tensor", "module"), regions=1),
     # a data-dependent scalar: var = param[index...], read at run time (frontend: t[i, j] on
     # an integer input parameter); var is bound for the ops after it in its region
