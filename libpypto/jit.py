@@ -238,7 +238,7 @@ def _slow_call(k: Kernel, args: tuple, kwargs: dict, threads: int | None):
     for n, a in tensors.items():
         if work[n] is not a:
             a[...] = work[n]
-    if launcher is None or comp.exe._reads():
+    if launcher is None or comp.exe.read_params():
         return None         # a plan made from data read at run time is not the key's alone
     return _CallPlan(launcher, list(tensors), tiny, host_cpus())
 

@@ -199,7 +199,7 @@ class NativeExecutable:
         """The plan for these sizes (kept per binding). A document that reads tensor
         elements at run time plans from their data too (arrays: every parameter by name),
         and keeps the plan per binding and content of what it reads."""
-        reads = self._reads()
+        reads = self.read_params()
         key = tuple(sorted(env.items()))
         data = None
         if reads:
@@ -216,11 +216,12 @@ class NativeExecutable:
             p = self.plans[key] = Plan(expand(self.doc, env, data))
         return p
 
-    def _reads(self) -> list:
-        if getattr(self, "reads", None) is None:
+    def read_params(self) -> list:
+        """The parameters the program reads elements of at run time (`read` ops)."""
+        if getattr(self, "_read_params", None) is None:
             from ..analysis.expand import reads_of
-            self.reads = reads_of(self.doc)
-        return self.reads
+            self._read_params = reads_of(self.doc)
+        return self._read_params
 
     def launcher(self, plan: Plan) -> "Launcher | None":
         """The plan's one-call launcher on this library (None for a sanitized build)."""
@@ -417,7 +418,7 @@ class NumpyExecutable:
         self.plans: dict = {}
 
     plan = NativeExecutable.plan
-    _reads = NativeExecutable._reads
+    read_params = NativeExecutable.read_params
 
     def __call__(self, plan: Plan, arrays: dict, nthreads: int) -> dict:
         exp = plan.exp

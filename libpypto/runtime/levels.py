@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import PyptoError
 from ..ir import expr as E
 from ..analysis.expand import check, read_value
-from .npexec import ProgramRunner
+from .npexec import ProgramRunner, instruction_calls
 
 GRID_OPS = ("kernel", "block")
 
@@ -29,10 +29,8 @@ class _Grid(ProgramRunner):
     """One kernel or block op: its tile instructions, run for one grid instance at a time."""
 
     def __init__(self, op, watch=None):   # noqa: D107 (ProgramRunner's tables, no prog args)
-        from ..ir.defs import OPS, numpy_call
         self.prog = op
-        self.calls = {id(o): numpy_call(o) for o in op.walk()
-                      if o is not op and o.name in OPS and OPS[o.name].pipe is not None}
+        self.calls = instruction_calls(op.regions[0])
         self.watch = watch          # (array, index, record list) or None
 
     def run(self, ops, env: dict, vals: dict) -> None:

@@ -28,6 +28,12 @@ def _value(v, env: dict):
     return v
 
 
+def instruction_calls(region) -> dict:
+    """id(op) -> its npkern call (numpy_call) for every tile instruction under region's ops."""
+    return {id(op): numpy_call(op) for top in region for op in top.walk()
+            if op.name in OPS and OPS[op.name].pipe is not None}
+
+
 class ProgramRunner:
     """One exec-level program, run for one instance at a time: T holds the task's tensor
     arrays in arg order, S its grid indices then the program's scalars."""
@@ -37,8 +43,7 @@ class ProgramRunner:
         self.names = [f"g{i}" for i in range(prog.attrs["grid_rank"])] + \
             list(prog.attrs["scalars"])
         self.args = {op.result: op.attrs["index"] for op in prog.regions[0] if op.name == "arg"}
-        self.calls = {id(op): numpy_call(op) for top in prog.regions[0] for op in top.walk()
-                      if op.name in OPS and OPS[op.name].pipe is not None}
+        self.calls = instruction_calls(prog.regions[0])
 
     def __call__(self, T: list, S: list) -> None:
         env = dict(zip(self.names, (int(x) for x in S)))
