@@ -27,9 +27,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -n auto tests
 
-# a fast subset (under a minute): everything not marked slow
+# a fast subset: everything not marked slow, on every core, stopping at the first failure
 check: $(STAMP)
-	$(PY) -m pytest tests -m "not slow" -x
+	$(PY) -m pytest -n auto tests -m "not slow" -x
 
 # the C runtime and the generated C of the examples under AddressSanitizer and UBSan
 sanitize: $(STAMP)
