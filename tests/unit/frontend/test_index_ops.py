@@ -55,3 +55,43 @@ def test_sorts_are_int32(backend):
     np.testing.assert_array_equal(ai, np.argsort(x, -1, kind="stable"))
     np.testing.assert_array_equal(di, down)
     np.testing.assert_array_equal(si, np.argsort(x, -1, kind="stable"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sorts_along_any_dim(backend):
+    """sort, topk and argsort along a dim other than the last (issue 11, item 3): permuted,
+    sorted along the last dim, permuted back; a 3-D tensor sorted along its middle dim."""
+    @pypto.jit(backend=backend)
+    def k(x: pypto.Tensor[[4, 24, 16], pypto.DT_FP32],
+          v: pypto.Tensor[[4, 24, 16], pypto.DT_FP32], i: pypto.Tensor[[4, 24, 16], pypto.DT_INT32],
+          tv: pypto.Tensor[[4, 3, 16], pypto.DT_FP32], ti: pypto.Tensor[[4, 3, 16], pypto.DT_INT32],
+          a: pypto.Tensor[[4, 24, 16], pypto.DT_INT32]):
+        pypto.set_vec_tile_shapes(2, 24, 8)
+        vv, ii = pypto.sort(x, dim=1, descending=True)
+        v[:] = vv
+        i[:] = ii
+        t1, t2 = pypto.topk(x, 3, dim=-2, largest=False)
+        tv[:] = t1
+        ti[:] = t2
+        a[:] = pypto.argsort(x, 1)
+    x = np.random.default_rng(3).integers(-6, 6, (4, 24, 16)).astype(np.float32)   # ties
+    v, tv = np.zeros((4, 24, 16), np.float32), np.zeros((4, 3, 16), np.float32)
+    i, a, ti = np.zeros((4, 24, 16), np.int32), np.zeros((4, 24, 16), np.int32), \
+        np.zeros((4, 3, 16), np.int32)
+    k(x, v, i, tv, ti, a)
+    down, up = np.argsort(-x, 1, kind="stable"), np.argsort(x, 1, kind="stable")
+    np.testing.assert_array_equal(i, down)
+    np.testing.assert_array_equal(v, np.take_along_axis(x, down, 1))
+    np.testing.assert_array_equal(ti, up[:, :3])
+    np.testing.assert_array_equal(tv, np.take_along_axis(x, up[:, :3], 1))
+    np.testing.assert_array_equal(a, up)
+
+
+def test_sort_tile_must_cover_the_sorted_dim():
+    @pypto.jit
+    def k(x: pypto.Tensor[[32, 8], pypto.DT_FP32], v: pypto.Tensor[[32, 8], pypto.DT_INT32]):
+        pypto.set_vec_tile_shapes(16, 8)
+        v[:] = pypto.argsort(x, 0)
+    with pytest.raises(pypto.PyptoError, match=r"tile \(16 in dim 0\) must cover the whole "
+                                                r"sorted dim \(32\)"):
+        k(np.zeros((32, 8), np.float32), np.zeros((32, 8), np.int32))
