@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 
 from ..ir import ops as O
-from . import api, composites, numpy_guard, ops, quant, rng, shuffle
+from . import api, composites, numpy_guard, ops, quant, rng, shuffle, sorts
 from .enums import TileOpFormat
 from .tensor import SymScalar, TraceTensor, _b, fmt_shape, read_scalar, scalar_expr, slice_key
 
@@ -14,7 +14,7 @@ from .tensor import SymScalar, TraceTensor, _b, fmt_shape, read_scalar, scalar_e
 def _catalogue() -> dict:
     """Every public function the two modules define (the generated elementwise ones too)."""
     out = {}
-    for m in (ops, composites, api, shuffle, rng):            # later modules wrap earlier ones (api)
+    for m in (ops, sorts, composites, api, shuffle, rng):            # later modules wrap earlier ones (api)
         for n, v in vars(m).items():
             if not n.startswith("_") and inspect.isfunction(v) and v.__module__ == m.__name__:
                 out[n] = v
@@ -41,7 +41,7 @@ METHODS.update({"abs": ops.abs_, "add": ops.add, "sub": ops.sub, "sum": ops.sum,
                 "permute": ops.permute, "unsqueeze": composites.unsqueeze,
                 "clone": composites.clone, "expand_clone": ops.expand_clone,
                 "softmax": composites.softmax, "silu": composites.silu, "gelu": composites.gelu,
-                "topk": ops.topk, "sort": ops.sort, "argsort": ops.argsort, "gather": ops.gather,
+                "topk": sorts.topk, "sort": sorts.sort, "argsort": sorts.argsort, "gather": ops.gather,
                 "index_select": ops.index_select, "scatter": ops.scatter,
                 "index_add": ops.index_add, "tril": ops.tril, "triu": ops.triu,
                 "clip": composites.clip, "where": lambda x, c, y: ops.where(c, x, y),
