@@ -101,16 +101,40 @@ def _own_options(fn, options: dict) -> dict:
 
 
 class Compiled:
-    """One signature's artifact: the code-level document and its executable."""
+    """One signature's artifacts: the traced document and, made when a call first needs
+    them, two versions of its code-level document and executable: the one whose named
+    sizes fit their tiles (analysis/versions.py: the reductions fuse as static ones do)
+    for calls whose sizes fit, the general one for any other call."""
 
     def __init__(self, k: Kernel, consts: dict, static: dict, backend: str):
-        from .driver import emit, lower, schedule, target_for
-        from .runtime import load, resolve_backend
-        backend, _ = resolve_backend(backend)
-        target = target_for(None, k.options.get("target"))
-        doc = k.trace(consts, static, target)
-        self.doc = emit(schedule(lower(doc, None, target), target), backend)
-        self.exe = load(self.doc)
+        from .analysis.versions import tile_bounds
+        from .driver import target_for
+        from .runtime import resolve_backend
+        self.backend, _ = resolve_backend(backend)
+        self.target = target_for(None, k.options.get("target"))
+        self.source = k.trace(consts, static, self.target)
+        self.bounds = tile_bounds(self.source)
+        self.versions: dict = {}
+        self.compiles = 0
+
+    def version(self, tensors: dict) -> tuple:
+        """(code-level document, executable) for a call on these arrays."""
+        from .analysis.bind import bind
+        from .analysis.versions import fits
+        bounded = bool(self.bounds) and fits(self.bounds, bind(self.source, tensors))
+        v = self.versions.get(bounded)
+        if v is None:
+            v = self.versions[bounded] = self._build(bounded)
+        return v
+
+    def _build(self, bounded: bool) -> tuple:
+        from .analysis.versions import assume
+        from .driver import emit, lower, schedule
+        from .runtime import load
+        src = assume(self.source, self.bounds) if bounded else self.source
+        doc = emit(schedule(lower(src, None, self.target), self.target), self.backend)
+        self.compiles += 1
+        return doc, load(doc)
 
 
 def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None,
@@ -224,21 +248,23 @@ def _slow_call(k: Kernel, args: tuple, kwargs: dict, threads: int | None):
     comp = k._cache.get(key)
     if comp is None:
         comp = k._cache[key] = Compiled(kk, consts, static, backend)
-        k.compiles += 1
-    work = _work_arrays(k, comp.doc, tensors)
-    plan = comp.exe.plan(run_sizes(comp.doc, work), work)
-    launcher = getattr(comp.exe, "launcher", lambda p: None)(plan)
+    before = comp.compiles
+    doc, exe = comp.version(tensors)
+    k.compiles += comp.compiles - before
+    work = _work_arrays(k, doc, tensors)
+    plan = exe.plan(run_sizes(doc, work), work)
+    launcher = getattr(exe, "launcher", lambda p: None)(plan)
     tiny = plan.tiny
     nthreads = 1 if tiny else (threads or k.options.get("threads") or host_cpus())
     if launcher is None:
-        k.last_run = comp.exe(plan, work, nthreads)
+        k.last_run = exe(plan, work, nthreads)
     else:
         launcher.run([work[n].ctypes.data for n in launcher.params], nthreads)
         k._last_launch = launcher
     for n, a in tensors.items():
         if work[n] is not a:
             a[...] = work[n]
-    if launcher is None or comp.exe.read_params():
+    if launcher is None or exe.read_params():
         return None         # a plan made from data read at run time is not the key's alone
     return _CallPlan(launcher, list(tensors), tiny, host_cpus())
 

@@ -95,7 +95,19 @@ def bind(doc, arrays: dict, explicit: dict | None = None) -> dict[str, int]:
             if pname in arrays and arrays[pname].shape[axis] != size:
                 raise UsageError(f"input {pname} has shape {tuple(arrays[pname].shape)}, "
                                  f"expected {concrete_shape(t, env)}")
+    _bounds(symbols, env)
     return env
+
+
+def _bounds(symbols: dict, env: dict) -> None:
+    """A document compiled for bounded sizes (a symbol's max: analysis/versions.py) runs only
+    on sizes in 1..max."""
+    for name, info in symbols.items():
+        hi = info.get("max")
+        if hi is not None and name in env and not 1 <= env[name] <= hi:
+            raise UsageError(f"{name} is {env[name]} but this document was compiled for "
+                             f"1 <= {name} <= {hi} (pypto-trace --assume); trace it without "
+                             f"that assumption to run this size")
 
 
 def _explicit(symbols: dict, explicit: dict) -> dict[str, int]:

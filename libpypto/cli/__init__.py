@@ -96,9 +96,11 @@ def is_op_file(src: str) -> bool:
     return src != "-" and src.endswith(".py")
 
 
-def trace_doc(src: str, kernel: str | None = None, const=None, bind=None, target=None):
-    """Trace an op file with --kernel, --const, --bind and --target as typed (NAME=VALUE
-    strings, or dicts); a --bind of a symbol the kernel does not have is an error."""
+def trace_doc(src: str, kernel: str | None = None, const=None, bind=None, target=None,
+              assume=None):
+    """Trace an op file with --kernel, --const, --bind, --target and --assume as typed
+    (NAME=VALUE strings, or dicts; NAME<=N); a --bind of a symbol the kernel does not have is
+    an error."""
     from ..driver import trace
     from . import crash
     raw = parse_assignments(bind, "--bind", str) if not isinstance(bind, dict) else \
@@ -116,6 +118,12 @@ def trace_doc(src: str, kernel: str | None = None, const=None, bind=None, target
             if not isinstance(v, int):
                 raise UsageError(f"--bind '{k}={raw[k]}': bad value '{raw[k]}'")
     _check_symbols(doc, binds)
+    if assume:
+        from ..analysis.versions import assume as bounded, parse_assumption
+        if "pro" in doc.attrs:
+            raise UsageError("--assume bounds a Tensor-mode kernel's sizes; a Pro kernel "
+                             "has none to bound")
+        doc = bounded(doc, dict(parse_assumption(a) for a in assume))
     return doc
 
 

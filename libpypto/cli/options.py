@@ -55,6 +55,9 @@ Const = Annotated[Optional[List[str]], typer.Option(
 Bind = Annotated[Optional[List[str]], typer.Option(
     "--bind", help="SYM=N, the size of a symbolic dim, named x_0 for dim 0 of parameter x "
                    "(repeatable)")]
+Assume = Annotated[Optional[List[str]], typer.Option(
+    "--assume", help="NAME<=N: compile for sizes 1..N of a named or DYNAMIC dim, so rows "
+                     "that fit one tile reduce without a loop and fuse (repeatable)")]
 Version = Annotated[bool, typer.Option(
     "--version", callback=_version, is_eager=True, help="print the version and exit")]
 # the data a run needs (pypto-run, and pypto-prof when it runs an earlier level)

@@ -83,7 +83,8 @@ PRO = DictOf({
     "datatype": opt(MapOf(Ident(), Str(*DTYPES))),     # @pl.jit(datatype=): param -> dtype
 })
 SYMBOL = DictOf({"kind": attr(Str("dynamic", "named", "static")),
-                 "dims": attr(ListOf(Tuple(Ident(), NAT))), "value": opt(NAT)})
+                 "dims": attr(ListOf(Tuple(Ident(), NAT))), "value": opt(NAT),
+                 "max": opt(NAT)})    # compiled for 1 <= size <= max (analysis/versions.py)
 # the module attributes of a document (what `module {...}` holds)
 DOC = {
     "kernel": attr(Ident()), "file": attr(Text()), "params": attr(NAMES),

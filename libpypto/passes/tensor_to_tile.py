@@ -18,6 +18,7 @@ from ..ir import expr as E
 from ..ir.core import Document, Op, Value, clone_ops
 from ..ir.defs import OPS
 from ..ir.types import DTYPES, F32, I64, TensorType, TileType
+from .grids import _clip, _clip1, _count, _grid
 
 
 @dataclass
@@ -35,6 +36,9 @@ def tensor_to_tile(doc: Document, *, target) -> Document:
                    producer=list(doc.producer))
     out.body.append(Op("source", regions=[clone_ops(doc.body, {})]))
     x = _Expander(out, target)
+    for name, info in doc.attrs.get("symbols", {}).items():
+        if "max" in info:             # compiled for 1 <= name <= max (analysis/versions.py)
+            x.ranges[name] = (1, info["max"])
     x.region(doc.body, out.body)
     out.body[1:1] = x.gms              # GM tensors after the source, in order of creation
     return out
@@ -50,7 +54,8 @@ class _Expander:
         self.dest: list = out.body
         self.gms: list = []           # the gm ops, placed after the source at the end
         self.checks_at = 0            # where the current region's checks go (its start)
-        self.ranges: dict = {}        # loop var -> (first, last) where both are ints
+        self.ranges: dict = {}        # loop var -> (first, last) where both are ints; a
+        #                               bounded size symbol -> (1, max)
         self.loc = None               # location of the op being expanded
 
     # helpers
@@ -164,7 +169,7 @@ class _Expander:
         out_t: TensorType = op.result.type
         tile = _clip(op.attrs["tile"], out_t.shape)
         limit = self.valid_of_result(op)
-        grid, offs, valid = _grid(out_t.shape, tile, limit)
+        grid, offs, valid = _grid(out_t.shape, tile, limit, self.ranges)
         body: list = []
         srcs = [self.load_operand(body, v, out_t.shape, tile, offs) for v in op.operands]
         dst = _tile(body, out_t.dtype, tile)
@@ -215,7 +220,7 @@ class _Expander:
         load it, make(dst, src tile, offs) the instruction, store into a workspace."""
         t = op.result.type
         tile = _clip(op.attrs["tile"], t.shape)
-        grid, offs, valid = _grid(t.shape, tile, limit)
+        grid, offs, valid = _grid(t.shape, tile, limit, self.ranges)
         body: list = []
         loaded = self.load(body, src, tile, offs, valid) if src is not None else None
         dst = _tile(body, t.dtype, tile)
@@ -244,8 +249,8 @@ class _Expander:
         x, t = op.operands[0], op.result.type
         tile = _clip(op.attrs["tile"], t.shape)
         k = tile[0] * t.dtype.itemsize // x.type.dtype.itemsize
-        grid, offs, valid = _grid(t.shape, tile, list(t.shape))
-        _, src_offs, src_valid = _grid(x.type.shape, [k], list(x.type.shape))
+        grid, offs, valid = _grid(t.shape, tile, list(t.shape), self.ranges)
+        _, src_offs, src_valid = _grid(x.type.shape, [k], list(x.type.shape), self.ranges)
         body: list = []
         src = self.load(body, x, [k], src_offs, src_valid)
         dst = _tile(body, t.dtype, tile)
@@ -268,7 +273,7 @@ class _Expander:
         tile = _clip(op.attrs["tile"], xt.shape)
         grid, loops, offs = [], [], []
         for d, (s, t) in enumerate(zip(xt.shape, tile)):
-            n = E.cdiv(s, t)
+            n = _count(s, t, self.ranges)
             if d in dims:
                 grid.append(1)
                 if n == 1:
@@ -398,7 +403,7 @@ class _Expander:
         tile = _clip(op.attrs["tile"], xt.shape)
         tile[-1] = xt.shape[-1]
         grid, offs, _ = _grid(list(xt.shape[:-1]) + [1], tile[:-1] + [1],
-                              list(xt.shape[:-1]) + [1])
+                              list(xt.shape[:-1]) + [1], self.ranges)
         body: list = []
         xvalid = self.valid_in(x, offs, tile)
         src = self.load(body, x, tile, offs, xvalid)
@@ -459,13 +464,13 @@ class _Expander:
             raise CompileError(f"matmul: k L0 size {k0t} does not divide the L1 size {k1t}", op.loc)
         nb = out_t.rank - 2
         gvar = [E.sym(f"g{i}") for i in range(out_t.rank)]
-        grid = list(out_t.shape[:nb]) + [E.cdiv(M, mt), E.cdiv(N, nt)]
+        grid = list(out_t.shape[:nb]) + [_count(M, mt, self.ranges), _count(N, nt, self.ranges)]
         a_valid, hb = self.home[a].valid, self.home[b]
         # a dim covered by one tile has offset 0, as elementwise kernels number it (fusion
         # compares footprints)
-        om = E.mul(gvar[nb], mt) if E.cdiv(M, mt) != 1 else 0
-        on = E.mul(gvar[nb + 1], nt) if E.cdiv(N, nt) != 1 else 0
-        n1 = E.cdiv(K, k1t)
+        om = E.mul(gvar[nb], mt) if grid[nb] != 1 else 0
+        on = E.mul(gvar[nb + 1], nt) if grid[nb + 1] != 1 else 0
+        n1 = _count(K, k1t, self.ranges)
         k1 = E.sym("k1") if n1 != 1 else 0
         k0 = E.sym("k0") if k1t // k0t != 1 else 0
         ko = E.mul(k1, k1t)
@@ -517,7 +522,7 @@ class _Expander:
         h, hd = self.home[src], self.home[dst]
         tile = self.tile_of.get(src) or op.attrs.get("tile") or _default_tile(src.type)
         tile = _clip(tile, src.type.shape)
-        grid, offs, valid = _grid(src.type.shape, tile, h.valid)
+        grid, offs, valid = _grid(src.type.shape, tile, h.valid, self.ranges)
         body: list = []
         t = self.load(body, src, tile, offs, valid)
         dst_offs = [E.add(a, o) for a, o in zip(op.attrs["offsets"], offs)]
@@ -551,7 +556,7 @@ class _Expander:
         out_t = op.result.type
         tile = _clip(op.attrs["tile"], out_t.shape)
         limit = [self.home[x].valid[p] for p in perm]
-        grid, offs, valid = _grid(out_t.shape, tile, limit)
+        grid, offs, valid = _grid(out_t.shape, tile, limit, self.ranges)
         body: list = []
         s_shape, s_offs = [0] * len(perm), [0] * len(perm)
         for i, p in enumerate(perm):
@@ -628,7 +633,7 @@ class _Expander:
         d = op.attrs["dim"]
         out_t = op.result.type
         tile = _clip(op.attrs["tile"], out_t.shape)
-        grid, offs, valid = _grid(out_t.shape, tile, list(out_t.shape))
+        grid, offs, valid = _grid(out_t.shape, tile, list(out_t.shape), self.ranges)
         body: list = []
         it = self.load(body, idx, [tile[d]], [offs[d]], [valid[d]])
         dst = _tile(body, out_t.dtype, tile)
@@ -641,7 +646,7 @@ class _Expander:
     def _copy_into_new(self, op, src: Value) -> Home:
         """A parallel copy of src into the op's fresh workspace (the base of scatters)."""
         tile = _clip(op.attrs.get("tile") or _default_tile(src.type), src.type.shape)
-        grid, offs, valid = _grid(src.type.shape, tile, self.home[src].valid)
+        grid, offs, valid = _grid(src.type.shape, tile, self.home[src].valid, self.ranges)
         body: list = []
         t = self.load(body, src, tile, offs, valid)
         home = self.workspace(op)
@@ -740,21 +745,6 @@ def _identity(kind: str, dt) -> float | int:
         return 1.0 if dt.is_float else 1
     big = float("inf") if dt.is_float else (2 ** (8 * dt.itemsize - 1) - 1)
     return -big if kind == "max" else big
-
-
-def _clip(tile, shape) -> list:
-    return [_clip1(t, s) for t, s in zip(tile, shape)]
-
-
-def _clip1(t: int, s) -> int:
-    return min(t, s) if isinstance(s, int) else t
-
-
-def _grid(shape, tile, limit) -> tuple[list, list, list]:
-    grid = [E.cdiv(s, t) for s, t in zip(shape, tile)]
-    offs = [E.mul(E.sym(f"g{d}"), t) if g != 1 else 0 for d, (g, t) in enumerate(zip(grid, tile))]
-    valid = [E.minimum(t, E.sub(lim, o)) for t, lim, o in zip(tile, limit, offs)]
-    return grid, offs, valid
 
 
 def _tile(body: list, dt, shape) -> Value:
