@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from ..ir.types import BF16, F32, DType
 from .enums import CastMode, SaturationMode
-from .ops import _b, _tensor, add, amax, cast, exp, maximum, mul, reshape, sub, sum
+from .ops import _b, _tensor, add, amax, cast, exp, matmul, maximum, mul, permute, reshape, sub, \
+    sum
 
 
 def _along(b, x, t, axis: int, what: str):
@@ -93,6 +94,19 @@ def online_softmax_update(previous_max, previous_sum, previous_output, current_m
             add(mul(previous_output, a), mul(current_output, c)))
 
 
+def transposed_batchmatmul(tensor_a, tensor_b, out_dtype: DType):
+    """(M, B, K) x (B, K, N) -> (M, B, N): a permuted to (B, M, K), a batched matmul with
+    fp32 accumulation, the result permuted back (the reference's experimental op; its fp16
+    and bf16 operands and outputs, fp32 here too)."""
+    b = _b()
+    a, w = _tensor(tensor_a, b, "transposed_batchmatmul"), _tensor(tensor_b, b,
+                                                                   "transposed_batchmatmul")
+    if a.ndim != 3 or w.ndim != 3:
+        raise b.error(f"transposed_batchmatmul takes a (M, B, K) and b (B, K, N), not "
+                      f"{a.type} and {w.type}")
+    return permute(matmul(permute(a, [1, 0, 2]), w, out_dtype), [1, 0, 2])
+
+
 def set_operation_options(**kv) -> None:
     """The reference's experimental per-op options (combine_axis, ...): a warning naming
     each (they tune its device lowering)."""
@@ -113,13 +127,14 @@ class _Experimental:
 
     online_softmax = staticmethod(online_softmax)
     online_softmax_update = staticmethod(online_softmax_update)
+    transposed_batchmatmul = staticmethod(transposed_batchmatmul)
     set_operation_options = staticmethod(set_operation_options)
     get_operation_options = staticmethod(get_operation_options)
 
     def __getattr__(self, name: str):
         raise AttributeError(f"pypto.experimental has no {name!r} (pypto has: online_softmax, "
-                             f"online_softmax_update, set_operation_options, "
-                             f"get_operation_options)")
+                             f"online_softmax_update, transposed_batchmatmul, "
+                             f"set_operation_options, get_operation_options)")
 
 
 experimental = _Experimental()

@@ -138,3 +138,32 @@ def test_experimental_namespace():
     assert pypto.experimental.online_softmax.__name__ == "online_softmax"
     with pytest.raises(AttributeError, match="pypto.experimental has no 'gather_in_l1'"):
         pypto.experimental.gather_in_l1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_transposed_batchmatmul(backend):
+    """(M, B, K) x (B, K, N) -> (M, B, N), the reference page's shapes (16, 2, 32) and
+    (2, 32, 64), fp16 in and out, against numpy in float64 rounded once to fp16."""
+    @pypto.jit(backend=backend)
+    def k(a: pypto.Tensor[[16, 2, 32], pypto.DT_FP16], b: pypto.Tensor[[2, 32, 64], pypto.DT_FP16],
+          c: pypto.Tensor[[16, 2, 64], pypto.DT_FP16]):
+        pypto.set_cube_tile_shapes([16, 16], [32, 32], [64, 64])
+        pypto.set_vec_tile_shapes(16, 2, 64)
+        c[:] = pypto.experimental.transposed_batchmatmul(a, b, pypto.DT_FP16)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((16, 2, 32)).astype(np.float16)
+    b = rng.standard_normal((2, 32, 64)).astype(np.float16)
+    c = np.zeros((16, 2, 64), np.float16)
+    k(a, b, c)
+    want = np.einsum("mbk,bkn->mbn", a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(c.astype(np.float64), want, rtol=2e-3, atol=2e-3)
+
+
+def test_transposed_batchmatmul_wants_rank_3():
+    @pypto.jit
+    def k(a: pypto.Tensor[[16, 32], pypto.DT_FP16], b: pypto.Tensor[[2, 32, 64], pypto.DT_FP16],
+          c: pypto.Tensor[[2, 16, 64], pypto.DT_FP16]):
+        c[:] = pypto.experimental.transposed_batchmatmul(a, b, pypto.DT_FP16)
+    with pytest.raises(pypto.PyptoError, match=r"takes a \(M, B, K\) and b \(B, K, N\)"):
+        k(np.zeros((16, 32), np.float16), np.zeros((2, 32, 64), np.float16),
+          np.zeros((2, 16, 64), np.float16))
