@@ -11,6 +11,7 @@ from ..ir import expr as E
 from ..ir import ops as O
 from ..ir.tensor_ops import INDEX, aligned_problem
 from ..ir.types import BOOL, DTYPES, F32, I64, DType, TensorType
+from . import splitk
 from .enums import CastMode, SaturationMode, member
 from .tensor import SymScalar, TraceTensor, builder, fmt_shape, scalar_expr, unsupported
 
@@ -190,9 +191,8 @@ def set_cube_tile_shapes(m, k, n, enable_split_k: bool = False) -> None:
             raise b.error(f"set_cube_tile_shapes: {name} L0 size {pair[0]} must divide its L1 "
                           f"size {pair[1]}")
         out.append(pair)
-    if enable_split_k:
-        raise b.error("set_cube_tile_shapes: enable_split_k is not supported yet")
     b.cube_tile = out
+    b.split_k = bool(enable_split_k)          # frontend/splitk.py
 
 
 def symbolic_scalar(v) -> SymScalar:
@@ -365,19 +365,36 @@ def matmul(a, b_, out_dtype: DType, a_trans: bool = False, b_trans: bool = False
     batch = _broadcast(b, [sa[:-2], sb[:-2]], "matmul batch dims") if \
         (len(sa) > 2 or len(sb) > 2) else []
     acc = DTYPES["i32"] if a.dtype.kind == "int" else F32
+    cuts = splitk.parts(b, m, k, n) if b.split_k else []
+    if cuts:                       # partial products over K ranges, added in order, then cast
+        b.split_k = False
+        try:
+            out = None
+            for k0, k1 in cuts:
+                part = matmul(splitk.k_slice(a, k0, k1, -2 if a_trans else -1),
+                              splitk.k_slice(b_, k0, k1, -1 if b_trans else -2), acc,
+                              a_trans, b_trans)
+                out = part if out is None else _ew("add", out, part, strict=False)
+        finally:
+            b.split_k = True
+        return _matmul_tail(b, out, bias, acc, out_dtype)
     mm_dtype = out_dtype if bias is None else acc
     op = b.emit("matmul", [a.value, b_.value],
                 [TensorType(mm_dtype, _norm_shape(b, batch + [m, n]))],
                 {"out_dtype": mm_dtype.name, "a_trans": bool(a_trans), "b_trans": bool(b_trans),
                  "cube": [list(t) for t in b.cube_tile]})
-    out = _result(op)
+    return _matmul_tail(b, _result(op), bias, acc, out_dtype)
+
+
+def _matmul_tail(b, out, bias, acc, out_dtype):
+    """The bias row added to the acc-dtype product, then the cast to out_dtype."""
     if bias is not None:
         bias = _tensor(bias, b, "matmul bias")
         if bias.dtype != acc:
             bias = cast(bias, acc, strict=False)
         out = _ew("add", out, bias, strict=False)
-        if out_dtype != acc:
-            out = cast(out, out_dtype, strict=False)
+    if out.dtype != out_dtype:
+        out = cast(out, out_dtype, strict=False)
     return out
 
 

@@ -107,6 +107,7 @@ class _Builder:
         self.loop_info: dict[str, dict] = {}   # loop var -> its attrs
         self.vec_tile: list | None = None
         self.cube_tile: list | None = None
+        self.split_k = False                    # set_cube_tile_shapes(enable_split_k=)
         self.subst: dict[str, E.Ex] = {}
         self.constraints: list = []
         self.access: dict[str, tuple] = {}     # memory name -> (first access, loc, in loop)
