@@ -371,8 +371,8 @@ def matmul(a, b_, out_dtype: DType, a_trans: bool = False, b_trans: bool = False
         try:
             out = None
             for k0, k1 in cuts:
-                part = matmul(splitk.k_slice(a, k0, k1, -2 if a_trans else -1),
-                              splitk.k_slice(b_, k0, k1, -1 if b_trans else -2), acc,
+                part = matmul(_k_slice(a, k0, k1, -2 if a_trans else -1),
+                              _k_slice(b_, k0, k1, -1 if b_trans else -2), acc,
                               a_trans, b_trans)
                 out = part if out is None else _ew("add", out, part, strict=False)
         finally:
@@ -384,6 +384,14 @@ def matmul(a, b_, out_dtype: DType, a_trans: bool = False, b_trans: bool = False
                 {"out_dtype": mm_dtype.name, "a_trans": bool(a_trans), "b_trans": bool(b_trans),
                  "cube": [list(t) for t in b.cube_tile]})
     return _matmul_tail(b, _result(op), bias, acc, out_dtype)
+
+
+def _k_slice(t, k0: int, k1: int, k_axis: int):
+    """The view of matmul operand t over K [k0, k1) (k_axis: -1 or -2), for split-K."""
+    shape = [s if isinstance(s, int) else SymScalar(s) for s in t.type.shape]
+    offs = [0] * len(shape)
+    shape[k_axis], offs[k_axis] = k1 - k0, k0
+    return view(t, shape, offs)
 
 
 def _matmul_tail(b, out, bias, acc, out_dtype):

@@ -13,8 +13,6 @@ tile; a symbolic K is not split.
 """
 from __future__ import annotations
 
-from .tensor import SymScalar
-
 HOST_CORES = 8
 
 
@@ -40,12 +38,3 @@ def _cube_cores(target) -> int:
     counts = target.data.get("cores", {})
     n = counts.get("cube", 0) or counts.get("mixed", 0)
     return int(n) if n else HOST_CORES
-
-
-def k_slice(t, k0: int, k1: int, k_axis: int):
-    """The view of operand t over K [k0, k1) (k_axis: -1 or -2)."""
-    from .ops import view
-    shape = [s if isinstance(s, int) else SymScalar(s) for s in t.type.shape]
-    offs = [0] * len(shape)
-    shape[k_axis], offs[k_axis] = k1 - k0, k0
-    return view(t, shape, offs)
