@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 
 from ..ir import ops as O
+from ..ir.types import DTYPES
 from . import api, composites, numpy_guard, ops, quant, rng, shuffle, sorts
 from .enums import TileOpFormat
 from .tensor import SymScalar, TraceTensor, _b, fmt_shape, read_scalar, scalar_expr, slice_key
@@ -120,8 +121,16 @@ def _setitem(self, key, value):
 
 
 def _matmul_operator(s, o):
-    raise _b().error("use pypto.matmul(a, b, out_dtype) rather than @ (the output dtype is "
-                     "part of a matmul)")
+    """`a @ b` as the reference's Tensor.__matmul__: pypto.matmul with out_dtype the right
+    operand's dtype (fp16, bf16, fp32), int32 for int8; other dtypes are an error."""
+    dt = getattr(o, "dtype", None)
+    if dt is not None and dt.name in ("f16", "bf16", "f32"):
+        return ops.matmul(s, o, dt)
+    if dt is not None and dt.name == "i8":
+        return ops.matmul(s, o, DTYPES["i32"])
+    raise _b().error(f"a @ b takes fp16, bf16, fp32 or int8 tensors (as the reference), not "
+                     f"{dt if dt is not None else type(o).__name__}; use pypto.matmul(a, b, "
+                     f"out_dtype)")
 
 
 def _install() -> None:

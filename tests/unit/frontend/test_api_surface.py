@@ -256,3 +256,35 @@ def test_dim_is_the_rank_as_in_the_reference():
         pypto.set_vec_tile_shapes(8, 32)
         y[:] = x + 1.0
     k.trace()
+
+
+@pytest.mark.needs_cc
+def test_matmul_operator_as_the_reference():
+    """`a @ b` is pypto.matmul with the right operand's float dtype (int32 for int8)."""
+    @pypto.jit
+    def k(a: pypto.Tensor[[32, 64], pypto.DT_FP16], b: pypto.Tensor[[64, 32], pypto.DT_FP16],
+          qa: pypto.Tensor[[32, 64], pypto.DT_INT8], qb: pypto.Tensor[[64, 32], pypto.DT_INT8],
+          c: pypto.Tensor[[32, 32], pypto.DT_FP16], q: pypto.Tensor[[32, 32], pypto.DT_INT32]):
+        pypto.set_cube_tile_shapes([32, 32], [64, 64], [32, 32])
+        pypto.set_vec_tile_shapes(32, 32)
+        r = a @ b
+        assert r.dtype == pypto.DT_FP16
+        c[:] = r
+        q[:] = qa @ qb
+    rng = np.random.default_rng(2)
+    a, b = (rng.standard_normal(s).astype(np.float16) for s in ((32, 64), (64, 32)))
+    qa, qb = (rng.integers(-128, 128, s).astype(np.int8) for s in ((32, 64), (64, 32)))
+    c, q = np.zeros((32, 32), np.float16), np.zeros((32, 32), np.int32)
+    k(a, b, qa, qb, c, q)
+    np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64),
+                               rtol=2e-3, atol=2e-2)
+    np.testing.assert_array_equal(q, qa.astype(np.int32) @ qb.astype(np.int32))
+
+
+def test_matmul_operator_refuses_other_dtypes():
+    @pypto.jit
+    def k(a: pypto.Tensor[[8, 8], pypto.DT_INT32], c: pypto.Tensor[[8, 8], pypto.DT_INT32]):
+        pypto.set_cube_tile_shapes([8, 8], [8, 8], [8, 8])
+        c[:] = a @ a
+    with pytest.raises(pypto.PyptoError, match=r"a @ b takes fp16, bf16, fp32 or int8"):
+        k(np.zeros((8, 8), np.int32), np.zeros((8, 8), np.int32))
