@@ -309,6 +309,9 @@ def max(a, b):   # noqa: A001 -- pl.max, as in Pro
 
 def _minmax(fn, a, b, name):
     ea, eb = expr_of(a), expr_of(b)
+    from . import simt
+    if (ea is None or eb is None) and simt.active():
+        return simt.minmax(name, a, b)      # per-thread values of a SIMT function
     if ea is None or eb is None:
         raise CompileError(f"pl.{name} takes two integer scalars, not {a!r} and {b!r} (for "
                            f"tiles use pl.maximum / pl.minimum)")

@@ -171,6 +171,9 @@ def get_subblock_num():
 def range_(start, stop=None, step=1):
     """pl.range(stop) / pl.range(start, stop, step): a runtime loop, traced once."""
     t = current()
+    from . import simt
+    if simt.active():               # a per-thread loop inside a SIMT function
+        return simt.range_(start, stop, step)
     if stop is None:
         start, stop = 0, start
     bounds = [expr_of(x) for x in (start, stop, step)]
