@@ -163,6 +163,8 @@ class _Builder:
         self.stack = [self.body]
         self.bufs: list = []           # operands: Tile / TensorView objects
         self.scalars: list = []        # block-level expressions
+        self.scalar_regs: dict = {}    # (expression text, class) -> its register
+        self.bools: set = set()        # registers that hold 0/1 (comparisons)
         self.calls: list = []
 
     def reg(self, cls: str) -> int:
@@ -178,8 +180,15 @@ class _Builder:
         return SVal(d, cls)
 
     def scalar(self, e, cls: str) -> "SVal":
-        self.scalars.append(e)
-        return self.new(cls, "scalar", len(self.scalars) - 1)
+        """A block-level value, read once per launch (in the body's first instructions)."""
+        from ..ir import expr as E
+        key = (E.to_str(e) if isinstance(e, E.Expr) else repr(e), cls)
+        if key not in self.scalar_regs:
+            self.scalars.append(e)
+            d = self.reg(cls)
+            self.body.insert(len(self.scalar_regs), ["scalar", d, len(self.scalars) - 1])
+            self.scalar_regs[key] = d
+        return SVal(self.scalar_regs[key], cls)
 
     def buffer(self, obj) -> int:
         for k, o in enumerate(self.bufs):
@@ -324,11 +333,16 @@ def _bin(op: str, a: SVal, b: SVal) -> SVal:
             raise _err(f"SIMT bitwise {op} takes integers, not floats")
         a, b = _as(a, "f"), _as(b, "f")
     out = "i" if op in S.COMPARE else a.cls
-    return bld.new(out, "bin", op, a.r, b.r)
+    v = bld.new(out, "bin", op, a.r, b.r)
+    if op in S.COMPARE:
+        bld.bools.add(v.r)
+    return v
 
 
 def _truth(v: SVal) -> SVal:
     """0/1: is v non-zero."""
+    if v.r in _builder("a SIMT condition").bools:
+        return v
     return _bin("ne", v, _val(0 if v.cls == "i" else 0.0))
 
 
