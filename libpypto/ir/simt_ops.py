@@ -15,7 +15,8 @@ them (`buf` k below). Attributes:
   regs         one class per per-thread register: "i" (int64) or "f" (float32)
   body         the per-thread program (below): a list of instructions, each a list
   serial       true when the body has a GM atomic whose result depends on the order of the
-               blocks (its old value used, exch/cas, or a float): the clusters then run one
+               blocks (its old value used, exch/cas, a float, or kinds on one tensor that
+               do not commute, such as add and max): the clusters then run one
                after the other in cluster order (pro_exec.serial), so results are identical
                for any thread count
 
@@ -206,13 +207,17 @@ def walk(body):
 
 
 def gm_order_matters(op) -> bool:
-    """Does a launch's GM atomic give results that depend on the order of the blocks?"""
+    """Does a launch's GM atomic give results that depend on the order of the blocks? Not
+    if every GM atomic is on integers with its old value unused, and the kinds on each
+    tensor commute with each other: add and sub, or one of max, min, and, or, xor."""
+    kinds: dict = {}
     for i in walk(op.attrs["body"]):
         if i[0] == "atom" and isinstance(op.operands[i[3]].type, TensorType):
             if i[1] != -1 or i[2] not in ORDERLESS or op.operands[i[3]].type.dtype.kind == \
                     "float":
                 return True
-    return False
+            kinds.setdefault(i[3], set()).add("add" if i[2] == "sub" else i[2])
+    return any(len(k) > 1 for k in kinds.values())
 
 
 def written(op) -> list:

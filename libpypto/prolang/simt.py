@@ -124,6 +124,9 @@ class SimtFunction:
         b.calls.append(self)
         try:
             return self.body()(*args)
+        except RecursionError:          # a direct self-call binds the plain function
+            raise _err(f"SIMT function {self.name} calls itself (recursion is not "
+                       f"supported)") from None
         finally:
             b.calls.pop()
 
@@ -147,8 +150,9 @@ class _SimtRewriter(_Rewriter):
         return node
 
     def visit_Return(self, node):
-        if node.value is not None and node is not self.last:
-            raise CompileError("a SIMT function returns a value only as its last statement",
+        if node is not self.last:     # an early return would end the trace, not a thread
+            raise CompileError("a SIMT function returns only as its last statement (use "
+                               "if/else for the threads that stop early)",
                                Loc(self.file, node.lineno))
         return node
 
