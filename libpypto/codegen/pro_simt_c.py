@@ -77,7 +77,7 @@ class _Launch:
         nm = 1 + _count_masks(a["body"])
         self.emit("{   " + c_comment(f"simt_launch {a['fn']}: {nt} threads"))
         p.depth += 1
-        self.emit(f"int serr = 0; (void)serr;")
+        self.emit("int serr = 0; (void)serr;")
         self.emit(f"int64_t *ri = (int64_t *)calloc({max(1, ni * nt)}, sizeof(int64_t));")
         self.emit(f"float *rf = (float *)calloc({max(1, nf * nt)}, sizeof(float));")
         self.emit(f"unsigned char *mk = (unsigned char *)calloc({nm * nt}, 1);")

@@ -58,12 +58,15 @@ Semantics (both executions, pro_simt.py and pro_simt_c.py, agree bit for bit):
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..errors import CompileError
 from ..ir import simt_ops as S
 from ..ir.core import Loc
 from ..ir.types import DType
+from . import dsl
 from .dsl import Scalar, expr_of
 from .rewrite import _Rewriter, rewrite
 from .state import current
@@ -737,3 +740,6 @@ def _prune(body) -> None:
     for i in S.walk(body):
         if i[0] == "atom" and i[1] not in used:
             i[1] = -1
+
+
+dsl.SIMT = sys.modules[__name__]     # pl.min / pl.max / pl.range consult active() (dsl.py)

@@ -686,4 +686,4 @@ KERNELS = {"tload": _tload, "tstore": _tstore, "tmov": _tmov, "tcvt": _tmov,
            "tmatmul": _tmatmul, "tinsert": _tinsert}
 from . import pro_simt as _pro_simt   # noqa: E402 -- pl.simt launches (runtime/pro_simt.py)
 
-KERNELS.update(_pro_simt.KERNELS)
+KERNELS.update(_pro_simt.kernels(ProRunError, _tile_name))

@@ -41,15 +41,17 @@ _FLOAT_BIN = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.d
 _CLS = {"i": np.int64, "f": np.float32}
 
 
-def launch(core, op, env) -> None:
-    """KERNELS["simt_launch"]: run one thread block on this core."""
-    from .pro_exec import ProRunError
-    m = _Machine(core, op, env, ProRunError)
-    m.block(op.attrs["body"], np.ones(m.nt, bool))
-    m.record()
+def kernels(error, tile_name) -> dict:
+    """The Pro runner's rules (pro_exec.KERNELS) for a SIMT launch; error: pro_exec's
+    ProRunError, tile_name: its checker name of a tile's bytes (given, not imported: this
+    module sits below pro_exec)."""
+    def launch(core, op, env) -> None:
+        m = _Machine(core, op, env, error)
+        m.block(op.attrs["body"], np.ones(m.nt, bool))
+        m.record(tile_name)
 
-
-launch.own_access = True        # pro_exec: the launch records its accesses itself
+    launch.own_access = True        # pro_exec: the launch records its accesses itself
+    return {"simt_launch": launch}
 
 
 class _Machine:
@@ -221,7 +223,7 @@ class _Machine:
             self.put(d, mask, _scatter(old, mask, self.regs[d]))
 
     # -- the checker ------------------------------------------------------------------------
-    def record(self) -> None:
+    def record(self, tile_name) -> None:
         core, op = self.core, self.op
         th = (core.key, "V")
         for b, (v, t) in enumerate(zip(op.operands, self.touched)):
@@ -238,10 +240,9 @@ class _Machine:
                                             f"tensor {v.name}[{_box(lo, hi)}]", op,
                                             atomic=kind == "a")
                 elif core.chk.enabled:
-                    self.record_tile(th, v, ix, kind)
+                    self.record_tile(th, v, ix, kind, tile_name)
 
-    def record_tile(self, th, v, ix, kind) -> None:
-        from .pro_exec import _tile_name
+    def record_tile(self, th, v, ix, kind, tile_name) -> None:
         core = self.core
         arr = self.bufs[self.op.operands.index(v)]
         key, lo0, _ = core.where(v)
@@ -249,7 +250,7 @@ class _Machine:
         flat = np.unique(ix[0] * rs + ix[1])
         for a, z in _runs(flat):
             lo, hi = lo0[0] + a * arr.itemsize, lo0[0] + z * arr.itemsize
-            core.chk.access(th, key, [lo], [hi], kind != "r", _tile_name(v, [lo]), self.op,
+            core.chk.access(th, key, [lo], [hi], kind != "r", tile_name(v, [lo]), self.op,
                             atomic=kind == "a")
 
 
@@ -343,5 +344,3 @@ def gm_boxes(flat, shape) -> list:
 def _box(lo, hi) -> str:
     return ", ".join(f"{a}:{b}" for a, b in zip(lo, hi))
 
-
-KERNELS = {"simt_launch": launch}
