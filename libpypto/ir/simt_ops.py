@@ -62,7 +62,7 @@ INT_ONLY_ATOMICS = ("and", "or", "xor")
 ORDERLESS = ("add", "sub", "max", "min", "and", "or", "xor")   # integer final value only
 WARP_SIZE = 32
 MAX_THREADS = 2048
-ATOMIC_DTYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32")
+ATOMIC_DTYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "f32")
 
 
 def buffer_rank(v) -> int:

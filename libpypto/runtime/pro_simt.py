@@ -213,6 +213,9 @@ class _Machine:
         old = np.zeros(len(vals), self.regs[v].dtype)
         gm = isinstance(self.op.operands[b].type, TensorType)
         with GM_LOCK if gm else _NOLOCK, np.errstate(all="ignore"):
+            if d < 0 and _fast(kind, vals, arr.dtype):
+                _UFUNC[kind].at(arr, ix, vals.astype(arr.dtype))    # in thread order
+                return
             for k in range(len(vals)):
                 at = tuple(int(x[k]) for x in ix)
                 o = old.dtype.type(arr[at])
@@ -263,6 +266,21 @@ class _NoLock:
 
 
 _NOLOCK = _NoLock()
+
+
+_UFUNC = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimum,
+          "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+
+
+def _fast(kind: str, vals, dtype) -> bool:
+    """Can an atomic whose old values are unused be one ufunc.at on the elements (applied
+    in the order of the threads, as the loop would)? Integer add/sub/and/or/xor wrap the
+    same in the element's dtype; max/min only when every value fits it."""
+    if kind not in _UFUNC:
+        return False
+    if kind in ("max", "min") and vals.dtype != np.float32:
+        return bool(np.all(vals.astype(dtype).astype(np.int64) == vals))
+    return True
 
 
 def _widen(x, reg, mask):
