@@ -30,8 +30,9 @@ Which reference SIMT APIs exist here:
   atomic_max / atomic_min / atomic_exch / atomic_cas / atomic_and / atomic_or / atomic_xor
   (buf, index, value[, ...])` on GM and UB elements, each returning the old value;
   `pl.simt.min / max(a, b)` (also `pl.min`/`pl.max` on SIMT values), `v.astype(pl.DT_*)`.
-Not here: the reference's auto-mutex insertion around a launch (auto_mutex=True wraps it
-like any V instruction on a group slot, which is the same thing), warp-level primitives
+Atomics work on int8-int64, uint8-uint32 and float32 elements (and/or/xor: integers).
+The reference's auto-mutex around a launch is here as for any V instruction on a tile-group
+slot (@pl.jit(auto_mutex=True)). Not here: warp-level primitives
 (the reference has none either), `break`/`continue`/`while`, values carried across
 iterations of a SIMT `pl.range` loop (as in a kernel body: accumulate in memory), a
 `return` anywhere but the end of a callee, tile subviews inside a SIMT function.
@@ -49,8 +50,10 @@ Semantics (both executions, pro_simt.py and pro_simt_c.py, agree bit for bit):
   (in either execution), never a stray access.
 - an atomic on one instruction is applied thread after thread in linear thread order, so
   the old values are exact and fixed; across blocks, integer add/sub/max/min/and/or/xor
-  whose old value is unused commute (any order, any thread count: exact); any other GM
-  atomic (its result used, exch, cas, or a float) makes the launch `serial`: the clusters
+  whose old value is unused commute (any order, any thread count: exact) as long as the
+  kinds on one tensor commute with each other (add with sub, or one of the others); any
+  other GM atomic (its result used, exch, cas, a float, or add and max on one tensor)
+  makes the launch `serial` (simt_ops.gm_order_matters): the clusters
   run one after the other in cluster order (pro_exec.serial), as atomic-add stores do.
 - the race checker records the elements (GM) and bytes (UB) a launch actually touched as
   reads, writes and atomic updates on V; atomics of different blocks do not race with each

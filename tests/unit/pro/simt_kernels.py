@@ -268,3 +268,22 @@ def plain_or_atomic(o: pl.Tensor[[1, 4], pl.DT_INT32], mode: pl.DT_INT32):
 def race_kernel(o: pl.Tensor[[1, 4], pl.DT_INT32], mode: pl.DT_INT32):
     with pl.section_vector():
         pl.simt.launch(plain_or_atomic, threads=N, args=(o, mode))
+
+
+# -- the reference's auto-mutex launch: a tile-group slot under auto_mutex=True ----------------
+
+@pl.simt.function(max_threads=N)
+def add_delta(data: pl.Tile[[1, N], pl.DT_FP32], delta: pl.DT_FP32):
+    tid = pl.simt.linear_thread_idx()
+    data[0, tid] = data[0, tid] + delta
+
+
+@pl.jit(auto_mutex=True)
+def auto_mutex_kernel(x: pl.Tensor[[1, N], pl.DT_FP32], out: pl.Tensor[[1, N], pl.DT_FP32],
+                      delta: pl.DT_FP32):
+    tt = pl.TileType(shape=[1, N], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
+    data = pl.make_tile_group(type=tt, addrs=0x0000, mutex_ids=[0])
+    with pl.section_vector():
+        pl.load(data.current(), x, [0, 0])
+        pl.simt.launch(add_delta, threads=N, args=(data.current(), delta))
+        pl.store(out, data.current(), [0, 0])

@@ -163,6 +163,16 @@ def test_tile_runtime_valid_shape_and_fp16_elements():
     assert np.array_equal(out, (x.astype(np.float32) + np.float32(0.75)).astype(np.float16))
 
 
+def test_auto_mutex_orders_a_launch_on_a_group_slot():
+    x = RNG.standard_normal((1, K.N)).astype(np.float32)
+    _, out, _ = runs(K.auto_mutex_kernel, 1, x, np.zeros_like(x), 1.5)
+    assert np.array_equal(out, x + np.float32(1.5))
+    ops = [op.name for p in K.auto_mutex_kernel.last_doc.body if p.name == "program"
+           for top in p.regions[0] for op in top.walk()]
+    i = ops.index("simt_launch")
+    assert ops[i - 1] == "mutex_lock" and ops[i + 1] == "mutex_unlock"
+
+
 @pytest.mark.parametrize("backend", ["numpy", "c"])
 def test_runtime_index_and_division_errors(backend):
     x = RNG.standard_normal(10).astype(np.float32)
@@ -285,6 +295,8 @@ def test_serde_round_trip_and_the_verifier():
     doc = K.ub_atomic_kernel.last_doc
     again = serde.loads(serde.dumps(doc))
     assert text.print_doc(again) == text.print_doc(doc)
+    full = text.print_doc(doc, full=True)              # the text form parses back too
+    assert text.print_doc(text.parse_doc(full), full=True) == full
     op = _launch_op(K.ub_atomic_kernel)
     assert "simt_launch" in text.print_doc(doc) and '"atom"' in text.print_doc(doc)
     errs: list = []
