@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 
+from ..ir.simt_ops import walk
 from ..ir.types import TensorType
 from .c_text import _ld, _st, c_comment
 
@@ -90,8 +91,10 @@ class _Launch:
             else:
                 self.emit(f"float *r{d} = rf + {kf * nt}; (void)r{d};")
                 kf += 1
-        for k, e in enumerate(a["scalars"]):
-            self.emit(f"const double sc{k} = (double)({p.ex(e)}); (void)sc{k};")
+        classes = {i[2]: self.regs[i[1]] for i in walk(a["body"]) if i[0] == "scalar"}
+        for k, e in enumerate(a["scalars"]):       # an int exactly, a float as a double
+            ct = "int64_t" if classes.get(k) == "i" else "double"
+            self.emit(f"const {ct} sc{k} = ({ct})({p.ex(e)}); (void)sc{k};")
         self.emit(f"unsigned char *m0 = mk; for (int64_t t = 0; t < {nt}; t++) m0[t] = 1;")
         self.block(a["body"], "m0")
         p.depth -= 1

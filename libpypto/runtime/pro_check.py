@@ -120,7 +120,9 @@ class Checker:
                             not (atomic and old.atomic):
                         raise race(old, a)
         for b in buckets:
-            if write:
+            if write and atomic:      # a later atomic does not stand for an earlier write:
+                b["w"].append(a)      # another block's atomic races with the write only
+            elif write:
                 b["w"] = [o for o in b["w"] if not (_covers(lo, hi, o) and
                                                    cur.get(o.thread, 0) >= o.clock)]
                 b["r"] = [o for o in b["r"] if not (_covers(lo, hi, o) and

@@ -260,6 +260,10 @@ def plain_or_atomic(o: pl.Tensor[[1, 4], pl.DT_INT32], mode: pl.DT_INT32):
         elif mode == 1:
             pl.simt.atomic_add(o, [0, 1], 1)
             o[0, 2 + pl.simt.block_idx().x % 2] = o[0, 1]      # a plain read of it too
+        elif mode == 3:
+            if pl.simt.block_idx().x == 0:
+                o[0, 1] = 5                                     # block 0 also stores it
+            pl.simt.atomic_add(o, [0, 1], 1)
         else:
             pl.simt.atomic_add(o, [0, 1], 1)
 

@@ -200,6 +200,8 @@ def test_the_checker_sees_plain_and_atomic_accesses_across_blocks():
         K.race_kernel[3](o.copy(), 0)              # plain stores from every block
     with pytest.raises(PyptoError, match="race .*across clusters"):
         K.race_kernel[3](o.copy(), 1)              # atomics and a plain read of them
+    with pytest.raises(PyptoError, match="race .*across clusters"):
+        K.race_kernel[3](o.copy(), 3)              # a plain store before block 0's atomic
     got, = runs(K.race_kernel, 3, o, 2)[:1]        # atomics only: they commute
     assert got[0, 1] == 3
 
