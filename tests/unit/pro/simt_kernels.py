@@ -291,3 +291,17 @@ def auto_mutex_kernel(x: pl.Tensor[[1, N], pl.DT_FP32], out: pl.Tensor[[1, N], p
         pl.load(data.current(), x, [0, 0])
         pl.simt.launch(add_delta, threads=N, args=(data.current(), delta))
         pl.store(out, data.current(), [0, 0])
+
+
+# -- an int64 scalar past double's 53 bits ------------------------------------------------------
+
+@pl.simt.function(max_threads=N)
+def add_big(o: pl.Tensor[[N], pl.DT_INT64], k: pl.DT_INT64):
+    t = pl.simt.linear_thread_idx()
+    o[t] = k + t * 3
+
+
+@pl.jit
+def big_scalar_kernel(o: pl.Tensor[[N], pl.DT_INT64], k: pl.DT_INT64):
+    with pl.section_vector():
+        pl.simt.launch(add_big, threads=N, args=(o, k))

@@ -151,6 +151,12 @@ def test_gm_float_atomics_and_used_old_values_run_the_blocks_in_order():
     assert _launch_op(K.gm_float_kernel).attrs["serial"] is True
 
 
+def test_int64_scalars_are_exact():
+    k = 2 ** 60 + 1                    # not a double
+    o, = runs(K.big_scalar_kernel, 1, np.zeros(K.N, np.int64), k)[:1]
+    assert [int(v) for v in o] == [k + t * 3 for t in range(K.N)]
+
+
 def test_2d_launch_and_callees():
     x = RNG.standard_normal((1, K.N)).astype(np.float32)
     _, out, _, _ = runs(K.callee_kernel, 1, x, np.zeros_like(x), 1.5, -0.25)
