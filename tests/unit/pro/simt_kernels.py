@@ -305,3 +305,26 @@ def add_big(o: pl.Tensor[[N], pl.DT_INT64], k: pl.DT_INT64):
 def big_scalar_kernel(o: pl.Tensor[[N], pl.DT_INT64], k: pl.DT_INT64):
     with pl.section_vector():
         pl.simt.launch(add_big, threads=N, args=(o, k))
+
+
+# -- int64 edges: floor division and modulo by negatives, INT64_MIN // -1, shifts ----------------
+
+@pl.simt.function(max_threads=N)
+def edges(o: pl.Tensor[[7, N], pl.DT_INT64], a: pl.Tensor[[N], pl.DT_INT64],
+          b: pl.Tensor[[N], pl.DT_INT64]):
+    t = pl.simt.linear_thread_idx()
+    x, y = a[t], b[t]
+    o[0, t] = x // y
+    o[1, t] = x % y
+    o[2, t] = x << y
+    o[3, t] = x >> y
+    o[4, t] = x * y
+    o[5, t] = -x
+    o[6, t] = abs(x) + (x - y)
+
+
+@pl.jit
+def edges_kernel(o: pl.Tensor[[7, N], pl.DT_INT64], a: pl.Tensor[[N], pl.DT_INT64],
+                 b: pl.Tensor[[N], pl.DT_INT64]):
+    with pl.section_vector():
+        pl.simt.launch(edges, threads=N, args=(o, a, b))

@@ -80,6 +80,19 @@ def test_arithmetic_of_ints_and_floats():
         assert np.array_equal(f[:, t], np.array(wf, np.float32)), t
 
 
+def test_int64_edges_wrap_as_documented():
+    lo, hi = -I64, I64 - 1
+    a = np.array([lo, lo, hi, -7, 7, -7, 7, 0, lo, hi, 5, -1] * 6)[:K.N].astype(np.int64)
+    b = np.array([-1, 1, -1, 2, -2, -2, 2, 3, 63, 64, 70, -3] * 6)[:K.N].astype(np.int64)
+    o, _, _ = runs(K.edges_kernel, 1, np.zeros((7, K.N), np.int64), a, b)
+    for t in range(K.N):
+        x, y = int(a[t]), int(b[t])
+        s = y & 63
+        want = [wrap(x // y), 0 if y == -1 else x % y, wrap(x << s), x >> s, wrap(x * y),
+                wrap(-x), wrap(wrap(abs(x)) + wrap(x - y))]
+        assert [int(v) for v in o[:, t]] == want, (x, y)
+
+
 def test_divergent_branches_loops_and_guarded_loads():
     x = RNG.integers(-8, 8, 40).astype(np.int32)        # threads 40..63 must not read x
     o = np.full((K.N, 8), -99, np.int32)
