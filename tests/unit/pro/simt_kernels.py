@@ -328,3 +328,71 @@ def edges_kernel(o: pl.Tensor[[7, N], pl.DT_INT64], a: pl.Tensor[[N], pl.DT_INT6
                  b: pl.Tensor[[N], pl.DT_INT64]):
     with pl.section_vector():
         pl.simt.launch(edges, threads=N, args=(o, a, b))
+
+
+# -- a mixed kernel: SIMT on both vector cores of a cluster (matmul_bias_relu's relu) -----------
+
+M2, N2, K2, TM2 = 128, 64, 64, 32
+H2 = TM2 // 2
+MTE1, MM, FIX = pl.PipeType.MTE1, pl.PipeType.M, pl.PipeType.FIX
+
+
+def _sync(src, dst, ev=0):
+    pl.system.sync_src(set_pipe=src, wait_pipe=dst, event_id=ev)
+    pl.system.sync_dst(set_pipe=src, wait_pipe=dst, event_id=ev)
+
+
+@pl.simt.function(max_threads=256)
+def relu_and_ids(xt: pl.Tile[[H2, N2], pl.DT_FP32], ids: pl.Tensor[[pl.DYNAMIC, 2], pl.DT_INT32]):
+    tid = pl.simt.linear_thread_idx()
+    for e in pl.range(tid, H2 * N2, pl.simt.block_dim().x):
+        v = xt[e // N2, e % N2]
+        if v < 0.0:
+            xt[e // N2, e % N2] = 0.0
+    if tid == 0:
+        ids[pl.simt.block_idx().x, 0] = pl.simt.block_idx().x
+        ids[pl.simt.block_idx().x, 1] = pl.simt.grid_dim().x
+
+
+@pl.jit
+def mixed_kernel(a: pl.Tensor[[M2, K2], pl.DT_FP16], b: pl.Tensor[[K2, N2], pl.DT_FP16],
+                 ws: pl.Tensor[[pl.DYNAMIC, N2], pl.DT_FP32],
+                 out: pl.Tensor[[M2, N2], pl.DT_FP32], ids: pl.Tensor[[pl.DYNAMIC, 2], pl.DT_INT32]):
+    a1 = pl.make_tile(pl.TileType([TM2, K2], pl.DT_FP16, pl.MemorySpace.Mat), addr=0x0000)
+    b1 = pl.make_tile(pl.TileType([K2, N2], pl.DT_FP16, pl.MemorySpace.Mat), addr=0x1000)
+    a0 = pl.make_tile(pl.TileType([TM2, K2], pl.DT_FP16, pl.MemorySpace.Left), addr=0)
+    b0 = pl.make_tile(pl.TileType([K2, N2], pl.DT_FP16, pl.MemorySpace.Right), addr=0)
+    acc = pl.make_tile(pl.TileType([TM2, N2], pl.DT_FP32, pl.MemorySpace.Acc), addr=0)
+    xt = pl.make_tile(pl.TileType([H2, N2], pl.DT_FP32, pl.MemorySpace.Vec), addr=0x0000)
+    with pl.section_cube():
+        c = pl.get_block_idx()
+        pl.load(b1, b, [0, 0])
+        _sync(MTE2, MTE1)
+        pl.move(b0, b1)
+        for t in pl.range(c, M2 // TM2, pl.get_block_num()):
+            pl.load(a1, a, [t * TM2, 0])
+            _sync(MTE2, MTE1)
+            pl.move(a0, a1)
+            _sync(MTE1, MTE2, 1)
+            _sync(MTE1, MM)
+            pl.matmul(acc, a0, b0)
+            _sync(MM, MTE1, 1)
+            _sync(MM, FIX)
+            pl.system.wait_cross_core(pipe=FIX, event_id=1)
+            pl.store(ws, acc, [c * TM2, 0])
+            pl.system.set_cross_core(pipe=FIX, event_id=0)
+            _sync(FIX, MM)
+        pl.system.wait_cross_core(pipe=FIX, event_id=1)
+    with pl.section_vector():
+        c = pl.get_block_idx() // 2
+        row = pl.get_subblock_idx() * H2
+        pl.system.set_cross_core(pipe=MTE2, event_id=1)
+        for t in pl.range(c, M2 // TM2, pl.get_block_num()):
+            pl.system.wait_cross_core(pipe=MTE2, event_id=0)
+            pl.load(xt, ws, [c * TM2 + row, 0])
+            pl.system.set_cross_core(pipe=MTE2, event_id=1)
+            _sync(MTE2, V)
+            pl.simt.launch(relu_and_ids, threads=256, args=(xt, ids))
+            _sync(V, MTE3)
+            pl.store(out, xt, [t * TM2 + row, 0])
+            _sync(MTE3, MTE2)

@@ -170,6 +170,20 @@ def test_int64_scalars_are_exact():
     assert [int(v) for v in o] == [k + t * 3 for t in range(K.N)]
 
 
+def test_mixed_kernel_both_vector_cores_launch():
+    a = RNG.standard_normal((K.M2, K.K2)).astype(np.float16)
+    b = RNG.standard_normal((K.K2, K.N2)).astype(np.float16)
+    bd = 2
+    ws = np.zeros((bd * K.TM2, K.N2), np.float32)
+    ids = np.full((2 * bd, 2), -1, np.int32)
+    _, _, _, out, ids = runs(K.mixed_kernel, bd, a, b, ws, np.zeros((K.M2, K.N2), np.float32),
+                             ids)
+    want = np.maximum(a.astype(np.float32) @ b.astype(np.float32), 0)
+    assert np.allclose(out, want, rtol=1e-5, atol=1e-4)
+    assert (out >= 0).all()
+    assert np.array_equal(ids, [[v, 2 * bd] for v in range(2 * bd)])    # 2c + v, 2 block_dim
+
+
 def test_2d_launch_and_callees():
     x = RNG.standard_normal((1, K.N)).astype(np.float32)
     _, out, _, _ = runs(K.callee_kernel, 1, x, np.zeros_like(x), 1.5, -0.25)
