@@ -323,6 +323,9 @@ class MoreInstrs:
     def i_sync(self, op) -> None:
         """Synchronisation (libpypto/ir/pro_ops.py): a program run in order on one thread
         already honours it, so it prints as a comment; cross-core events need the Pro runner."""
+        if op.name == "simt_launch":
+            raise PyptoError("C backend: a SIMT launch runs only in Pro mode (the Pro runner "
+                             "or the Pro C)", op.loc)
         if op.name in ("cross_set", "cross_wait"):
             raise PyptoError(f"C backend: {op.name} (a cross-core event) runs only on the Pro "
                              f"runner", op.loc)

@@ -57,7 +57,8 @@ def render(doc, programs=None) -> str:
                   "return pp_err_line[i]; }\n")
 
 
-ERR_OPS = ("?", "tile", "tload", "tstore", "cross_set", "cross_wait", "tinsert")
+ERR_OPS = ("?", "tile", "tload", "tstore", "cross_set", "cross_wait", "tinsert",
+           "simt_index", "simt_div", "simt_step", "simt_oom")        # pro_simt_c.py
 
 
 def _render(doc) -> tuple[str, list]:
@@ -163,6 +164,10 @@ class _Prog:
         self.block(op.regions[1])
         self.depth -= 1
         self.emit("}")
+
+    def i_simt_launch(self, op) -> None:
+        from .pro_simt_c import render_launch     # a SIMT thread block (pro_simt_c.py)
+        render_launch(self, op)
 
     def i_tile(self, op) -> None:
         t: TileType = op.result.type

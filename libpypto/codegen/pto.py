@@ -169,5 +169,12 @@ def _instr(op, names: dict, lines: list, depth: int, notes: LineNotes) -> None:
             suffix = "  ; broadcast" if len(shapes) > 1 else ""
             text = f"{base} {', '.join(ops)}{suffix}"
     else:
-        text = f"{OPS[n].pto} {', '.join(ops)}"
+        text = _simt_text(op, ops) if n == "simt_launch" else f"{OPS[n].pto} {', '.join(ops)}"
     lines.append(f"{ind}{pipe:<5} {text}")
+
+
+def _simt_text(op, ops) -> str:
+    """A SIMT launch (ir/simt_ops.py): its function and thread dims (the body is in -S)."""
+    a = op.attrs
+    return (f"{OPS[op.name].pto} {', '.join(ops)}  ; {a['fn']}, threads "
+            f"{'x'.join(str(d) for d in a['threads'])}, {len(a['regs'])} registers")

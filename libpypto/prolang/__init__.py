@@ -3,12 +3,12 @@ re-exports them with `pl.jit`). Tracing only: nothing here runs a kernel.
 
 See dsl.py (types, enums, scalars), state.py (sections, block index, pl.range, branches),
 rewrite.py (the AST step), tiles.py (make_tile, make_tile_group, the buffer plan checks),
-ops.py (instructions), system.py (pl.system synchronisation), datatype.py
+ops.py (instructions), simt.py (pl.simt: SIMT thread blocks), system.py (pl.system synchronisation), datatype.py
 (@pl.jit(datatype=)), kernel.py (signature, trace, the block-level document).
 """
 from __future__ import annotations
 
-from . import system
+from . import simt, system
 from .dsl import (DN, DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DYNAMIC,
                   ND, NZ, STATIC, ZN, AccPhase, AccToVecMode, AtomicType, CrossCoreSyncMode,
                   MemorySpace, PipeType, ReluPreMode, Scalar, STPhase, SyncAllMode,
@@ -16,6 +16,7 @@ from .dsl import (DN, DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DY
                   min)
 from .dsl import DTYPES as _DTYPES
 from .kernel import ProKernel  # noqa: F401 -- for libpypto.pro
+from .simt import Tile
 from .ops import (abs, add, and_, cast, div, eq, exp, expand_add, expand_div, expand_max,
                   expand_min, expand_mul, expand_sub, expands, ge, gt, insert, le, load,
                   load_tile, log,
@@ -33,11 +34,11 @@ __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluP
            'DN', 'DT_BF16', 'DT_BOOL', 'DT_FP16', 'DT_FP32',
            'DT_INT16', 'DT_INT32', 'DT_INT64', 'DT_INT8', 'DT_UINT8', 'DYNAMIC',
            'MemorySpace', 'ND', 'NZ', 'PipeType', 'ProKernel', 'STATIC', 'STPhase', 'Scalar',
-           'SyncAllMode', 'SyncCoreType', 'SyncMode', 'Tensor', 'TileLayout', 'TileType', 'TilingKeyField', 'ZN', 'abs',
+           'SyncAllMode', 'SyncCoreType', 'SyncMode', 'Tensor', 'Tile', 'TileLayout', 'TileType', 'TilingKeyField', 'ZN', 'abs',
            'add', 'and_', 'cast', 'div', 'eq', 'exp', 'expand_add', 'expand_div',
            'expand_max', 'expand_min', 'expand_mul', 'expand_sub', 'expands', 'ge',
            'get_block_idx', 'get_block_num', 'get_subblock_idx', 'get_subblock_num', 'gt',
            'insert', 'le', 'load', 'load_tile', 'log', 'lt', 'make_tile', 'make_tile_group',
            'matmul', 'matmul_acc', 'max', 'maximum', 'min', 'minimum', 'move', 'mul', 'ne',
            'neg', 'or_', 'range', 'recip', 'relu', 'rsqrt', 'section_cube', 'section_vector',
-           'select', 'set_validshape', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system']
+           'select', 'set_validshape', 'simt', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system']

@@ -297,6 +297,11 @@ def wrap(e):
     return e if isinstance(e, int) else Scalar(e)
 
 
+# simt.py registers itself here (it sits above this module): pl.min / pl.max and pl.range
+# consult it while a SIMT function body is traced
+SIMT = None
+
+
 def min(a, b):   # noqa: A001 -- pl.min, as in Pro
     """pl.min(a, b): the smaller of two scalars (runtime or not)."""
     return _minmax(E.minimum, a, b, "min")
@@ -309,6 +314,8 @@ def max(a, b):   # noqa: A001 -- pl.max, as in Pro
 
 def _minmax(fn, a, b, name):
     ea, eb = expr_of(a), expr_of(b)
+    if (ea is None or eb is None) and SIMT is not None and SIMT.active():
+        return SIMT.minmax(name, a, b)      # per-thread values of a SIMT function
     if ea is None or eb is None:
         raise CompileError(f"pl.{name} takes two integer scalars, not {a!r} and {b!r} (for "
                            f"tiles use pl.maximum / pl.minimum)")

@@ -29,6 +29,7 @@ import os
 from ..errors import CompileError, PyptoError
 from ..ir import expr as E
 from ..ir.core import Document, Loc, make
+from ..ir.simt_ops import written as simt_written
 from ..ir.types import DType, TensorType
 from . import datatype as dtv
 from . import state
@@ -283,6 +284,8 @@ def _document(k: ProKernel, t, scalars: list, key: dict, buffers: dict) -> Docum
             for op in top.walk():
                 if op.name == "tstore":
                     written.add(op.operands[1].name)
+                elif op.name == "simt_launch":
+                    written.update(simt_written(op))
     params, gms = [], []
     for p in k.tensors:
         shape = _shape_of(p, t)

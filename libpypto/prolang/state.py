@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from ..errors import CompileError
 from ..ir import expr as E
 from ..ir.core import Loc, make
+from . import dsl
 from .dsl import Scalar, expr_of, wrap
 
 _STATE: list = []          # the trace in progress (a stack: traces do not nest in practice)
@@ -171,6 +172,9 @@ def get_subblock_num():
 def range_(start, stop=None, step=1):
     """pl.range(stop) / pl.range(start, stop, step): a runtime loop, traced once."""
     t = current()
+    simt = dsl.SIMT
+    if simt is not None and simt.active():      # a per-thread loop in a SIMT function
+        return simt.range_(start, stop, step)
     if stop is None:
         start, stop = 0, start
     bounds = [expr_of(x) for x in (start, stop, step)]

@@ -233,3 +233,5 @@ def tinsert(dst, src, offsets, valid=None) -> None:
 def tsync(**_attrs) -> None:
     """Synchronisation instructions (libpypto/ir/pro_ops.py): no-ops in program order; the
     Pro runner (pro_exec.py) gives them their meaning between pipes and cores."""
+    if "body" in _attrs:        # simt_launch (ir/simt_ops.py): Pro mode's executions only
+        raise ValueError("a SIMT launch runs only on the Pro runner or the Pro C")

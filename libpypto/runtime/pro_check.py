@@ -38,11 +38,12 @@ class SyncError(PyptoError):
 
 
 class Access:
-    __slots__ = ("lo", "hi", "thread", "clock", "write", "what", "op")
+    __slots__ = ("lo", "hi", "thread", "clock", "write", "what", "op", "atomic")
 
-    def __init__(self, lo, hi, thread, clock, write, what, op):
+    def __init__(self, lo, hi, thread, clock, write, what, op, atomic=False):
         self.lo, self.hi, self.thread, self.clock = lo, hi, thread, clock
         self.write, self.what, self.op = write, what, op
+        self.atomic = atomic        # a SIMT atomic update: two of them commute
 
 
 def _overlap(a: Access, lo, hi) -> bool:
@@ -99,12 +100,13 @@ class Checker:
         c[th] = c.get(th, 0) + 1
         return c[th]
 
-    def access(self, th, key, lo, hi, write: bool, what: str, op) -> None:
-        """One access to bytes [lo, hi) (per dim) of key by thread th, at its current tick."""
+    def access(self, th, key, lo, hi, write: bool, what: str, op, atomic=False) -> None:
+        """One access to bytes [lo, hi) (per dim) of key by thread th, at its current tick
+        (atomic: a SIMT atomic update, which does not race with another)."""
         if not self.enabled:
             return
         cur = self.clock(th)
-        a = Access(tuple(lo), tuple(hi), th, cur[th], write, what, op)
+        a = Access(tuple(lo), tuple(hi), th, cur[th], write, what, op, atomic)
         buckets = self._buckets(key, lo, hi)
         seen = set()
         for b in buckets:
@@ -114,10 +116,13 @@ class Checker:
                     if id(old) in seen or not _overlap(old, lo, hi):
                         continue
                     seen.add(id(old))
-                    if old.thread != th and cur.get(old.thread, 0) < old.clock:
+                    if old.thread != th and cur.get(old.thread, 0) < old.clock and \
+                            not (atomic and old.atomic):
                         raise race(old, a)
         for b in buckets:
-            if write:
+            if write and atomic:      # a later atomic does not stand for an earlier write:
+                b["w"].append(a)      # another block's atomic races with the write only
+            elif write:
                 b["w"] = [o for o in b["w"] if not (_covers(lo, hi, o) and
                                                    cur.get(o.thread, 0) >= o.clock)]
                 b["r"] = [o for o in b["r"] if not (_covers(lo, hi, o) and
@@ -168,8 +173,9 @@ def across_clusters(records: list) -> None:
 
 
 def _atomic(a: Access) -> bool:
-    """An atomic-add store: two of them commute, so blocks may overlap in them."""
-    return a.op.name == "tstore" and bool(a.op.attrs.get("atomic"))
+    """An atomic-add store or a SIMT atomic: two of them commute, so blocks may overlap in
+    them."""
+    return a.atomic or a.op.name == "tstore" and bool(a.op.attrs.get("atomic"))
 
 
 def _cross(c0, old: Access, c1, new: Access) -> SyncError:

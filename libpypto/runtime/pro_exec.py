@@ -68,8 +68,10 @@ def programs_of(doc) -> dict:
 def serial(doc) -> bool:
     """Does the kernel store with atomic add? Then its clusters run one after the other in
     cluster order (here and in its C): float adds from several clusters into one GM element
-    would otherwise sum in an order that depends on the thread count."""
-    return any(op.name == "tstore" and op.attrs.get("atomic")
+    would otherwise sum in an order that depends on the thread count. So does a SIMT launch
+    marked serial (its GM atomics' results depend on the order of the blocks: simt_ops)."""
+    return any((op.name == "tstore" and op.attrs.get("atomic")) or
+               (op.name == "simt_launch" and op.attrs.get("serial"))
                for p in programs_of(doc).values() for top in p.regions[0] for op in top.walk())
 
 
@@ -385,7 +387,8 @@ class _Core:
         fn = KERNELS.get(n) or (_elementwise if n[1:] in _ELEMENTWISE else None)
         if fn is None:
             raise ProRunError(f"the Pro runner has no rule for {n}", op.loc)
-        self.check_access(op, env, th)
+        if not getattr(fn, "own_access", False):    # a SIMT launch records its own
+            self.check_access(op, env, th)
         fn(self, op, env)
 
     def check_access(self, op, env, th) -> None:
@@ -681,3 +684,6 @@ _ELEMENTWISE = set(_O.ELEMENTWISE)
 KERNELS = {"tload": _tload, "tstore": _tstore, "tmov": _tmov, "tcvt": _tmov,
            "textract": _textract, "texpands": _texpands, "treduce": _treduce,
            "tmatmul": _tmatmul, "tinsert": _tinsert}
+from . import pro_simt as _pro_simt   # noqa: E402 -- pl.simt launches (runtime/pro_simt.py)
+
+KERNELS.update(_pro_simt.kernels(ProRunError, _tile_name))

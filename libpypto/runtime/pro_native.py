@@ -20,8 +20,11 @@ from ..errors import PyptoError
 from ..ir.core import Loc
 from .compiler import compile_shared, runtime_source
 
-ERR_OPS = ("?", "tile", "tload", "tstore", "cross_set", "cross_wait", "tinsert")
-WHAT = {"tile": "a tile outside its buffer", "tload": "a load outside its tensor",
+ERR_OPS = ("?", "tile", "tload", "tstore", "cross_set", "cross_wait", "tinsert",
+           "simt_index", "simt_div", "simt_step", "simt_oom")        # codegen/pro_c.ERR_OPS
+WHAT = {"simt_index": "a SIMT element index outside its tensor or tile",
+        "simt_div": "a SIMT integer division by zero", "simt_step": "a SIMT loop step <= 0",
+        "simt_oom": "no memory for a SIMT launch's registers","tile": "a tile outside its buffer", "tload": "a load outside its tensor",
         "tstore": "a store outside its tensor", "cross_set": "an event id outside 0-15",
         "cross_wait": "an event id outside 0-15", "tinsert": "an insert outside its tile"}
 

@@ -46,7 +46,7 @@ print("clean")
 """
 
 CASES = [("grid_sum", "{'x_0': 1000, 'part_0': 4}", 4), ("vadd", "{'x_0': 1000}", 5),
-         ("matmul_bias_relu", "{'ws_0': 64}", 2)]
+         ("matmul_bias_relu", "{'ws_0': 64}", 2), ("histogram", "{'x_0': 300}", 3)]
 
 
 def _runtime(name: str) -> str:
