@@ -49,6 +49,7 @@ class JitKernel(ProKernel):
         self.last_doc = None
         self.backend = "numpy"
         self._dtypes = ()
+        self.dump_dir = None        # pl.dump_data's directory (None: the current one)
 
     def __getitem__(self, item):
         item = item if isinstance(item, tuple) else (item,)
@@ -106,7 +107,8 @@ class JitKernel(ProKernel):
         self.last_doc = doc
         work = {n: _contiguous(a) for n, a in arrays.items()}
         out = pro_launch(doc, work, scalars, block_dim, self.threads,
-                         self.check if check is None else check, self.backend)
+                         self.check if check is None else check, self.backend,
+                         _debug(doc, self.dump_dir))
         for n, a in arrays.items():
             if work[n] is not a:
                 a[...] = work[n]
@@ -179,6 +181,17 @@ def _scalar(k, p, a):
     if not isinstance(a, int) and not (hasattr(a, "__index__") and not isinstance(a, float)):
         raise UsageError(f"{k.name}(): scalar {p.name} ({p.spec.api}) must be an int, not {a!r}")
     return int(a)
+
+
+def _debug(doc, dump_dir):
+    """printf to sys.stdout, dump_data into dump_dir (default the current directory), for a
+    kernel with debug instructions (runtime/pro_debug.py)."""
+    import sys
+    from ..ir.debug_ops import debug_ops
+    from ..runtime.pro_debug import Debug
+    if not debug_ops(doc):
+        return None
+    return Debug(sys.stdout.write, dump_dir or ".")
 
 
 def _contiguous(a):

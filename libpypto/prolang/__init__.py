@@ -9,6 +9,7 @@ ops.py (instructions), system.py (pl.system synchronisation), datatype.py
 from __future__ import annotations
 
 from . import system
+from .debug import dump_data, printf, pto_assert, trap
 from .dsl import (DN, DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DYNAMIC,
                   ND, NZ, STATIC, ZN, AccPhase, AccToVecMode, AtomicType, CrossCoreSyncMode,
                   MemorySpace, PipeType, ReluPreMode, Scalar, STPhase, SyncAllMode,
@@ -41,3 +42,4 @@ __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluP
            'matmul', 'matmul_acc', 'max', 'maximum', 'min', 'minimum', 'move', 'mul', 'ne',
            'neg', 'or_', 'range', 'recip', 'relu', 'rsqrt', 'section_cube', 'section_vector',
            'select', 'set_validshape', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system']
+__all__ += ['dump_data', 'printf', 'pto_assert', 'trap']   # debug.py
