@@ -61,6 +61,8 @@ def format_text(fmt: str, args: list) -> str:
             v = float(np.float32(v))
             if v != v:
                 v = float("nan")        # C prints a negative NaN as "-nan"; both say "nan"
+            if v != v or v in (float("inf"), float("-inf")):
+                flags = flags.replace("0", "")   # C pads inf and nan with spaces
         else:
             v = int(v) & MASK64
             if conv in "di":
