@@ -35,6 +35,7 @@ from .. import prolang as _lang
 from ..prolang import ProKernel
 from ..prolang.datatype import resolve
 from ..prolang.dsl import DYNAMIC, STATIC, dtype_named
+from ..prolang.sugar import array_field
 
 
 class JitKernel(ProKernel):
@@ -159,8 +160,20 @@ def bind_args(k: ProKernel, args: tuple, consts: dict | None = None) -> tuple:
                 raise UsageError(f"{k.name}(): {p.name} must be a {p.spec.__name__} instance")
             for f in dataclasses.fields(a):
                 v = getattr(a, f.name)
+                spec = array_field(f.type)
+                if spec is not None:        # an array field: one scalar per element
+                    scalars.update(_array_values(k, p.name, f.name, spec, v))
+                    continue
                 scalars[f"{p.name}_{f.name}"] = float(v) if isinstance(v, float) else int(v)
     return arrays, scalars, static
+
+
+def _array_values(k, param: str, field: str, spec, v) -> dict:
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) != spec.n:
+        raise UsageError(f"{k.name}(): {param}.{field} must be a sequence of {spec.n} "
+                         f"{spec.elem}s, not {v!r}")
+    cast = float if spec.elem == "float" else int
+    return {f"{param}_{field}_{i}": cast(x) for i, x in enumerate(v)}
 
 
 def _check_tensor(k, p, arr, consts: dict) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import system
 from .debug import dump_data, printf, pto_assert, trap
+from .sugar import Array, const, make_tuple, struct, struct_array
 from .dsl import (DN, DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DYNAMIC,
                   ND, NZ, STATIC, ZN, AccPhase, AccToVecMode, AtomicType, CrossCoreSyncMode,
                   MemorySpace, PipeType, ReluPreMode, Scalar, STPhase, SyncAllMode,
@@ -43,3 +44,4 @@ __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluP
            'neg', 'or_', 'range', 'recip', 'relu', 'rsqrt', 'section_cube', 'section_vector',
            'select', 'set_validshape', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system']
 __all__ += ['dump_data', 'printf', 'pto_assert', 'trap']   # debug.py
+__all__ += ['Array', 'const', 'make_tuple', 'struct', 'struct_array']   # sugar.py
