@@ -275,3 +275,53 @@ def test_trace_errors_for_bad_debug_calls():
 
 def test_errors_are_pyptoerrors():
     assert issubclass(ProAssertError, PyptoError) and issubclass(ProTrapError, PyptoError)
+
+
+def _mixed_kernel(tmp_path):
+    """examples/pro/matmul_bias_relu.py with a printf in each section and a dump of the
+    accumulator (FIX pipe, after the M -> FIX sync): a mixed kernel."""
+    import importlib.util
+    import pathlib
+    src = (pathlib.Path(__file__).resolve().parents[3] / "examples" / "pro" /
+           "matmul_bias_relu.py").read_text()
+    cube = "            sync(MM, FIX)\n"
+    vec = "            pl.relu(xt, xt)\n"
+    assert cube in src and vec in src
+    src = src.replace(cube, cube + '            pl.printf("cube t=%d\\n", t)\n'
+                      "            pl.dump_data(acc)\n")
+    src = src.replace(vec, vec + '            pl.printf("vec t=%d row=%d\\n", t, row)\n')
+    path = tmp_path / "mixed_debug.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("mixed_debug", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod, src.splitlines().index("            pl.dump_data(acc)") + 1
+
+
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=needs_cc)])
+def test_mixed_kernel_prints_cube_then_each_vector_core_and_dumps_acc(capsys, tmp_path,
+                                                                      backend):
+    mod, dump_line = _mixed_kernel(tmp_path)
+    k, M, TM, HALF = mod.matmul_bias_relu, mod.M, mod.TM, mod.HALF
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((M, mod.K)).astype(np.float16)
+    b = rng.standard_normal((mod.K, mod.N)).astype(np.float16)
+    bias = rng.standard_normal((1, mod.N)).astype(np.float32)
+    outs = []
+    for threads in (1, 2):
+        args = (a, b, bias, np.zeros((2 * TM, mod.N), np.float32),
+                np.zeros((M, mod.N), np.float32))
+        outs.append(_launch(k, capsys, tmp_path / f"d{threads}", args, 2, threads, backend))
+    want = []
+    for c in range(2):
+        tiles = range(c, M // TM, 2)
+        want += [f"[block {c} cube S] cube t={t}\n" for t in tiles]
+        for v in (0, 1):
+            want += [f"[block {2 * c + v} vector S] vec t={t} row={v * HALF}\n" for t in tiles]
+    assert outs[0] == outs[1] == "".join(want)
+    prod = a.astype(np.float64) @ b.astype(np.float64)
+    for c in range(2):
+        for i, t in enumerate(range(c, M // TM, 2)):
+            got = np.load(tmp_path / "d2" / f"dump_line{dump_line}_block{c}_{i}.npy")
+            assert got.dtype == np.float32 and got.shape == (TM, mod.N)
+            np.testing.assert_allclose(got, prod[t * TM:(t + 1) * TM], rtol=1e-5, atol=1e-5)
