@@ -95,8 +95,12 @@ def test_dump_data_files_hold_the_tile(capsys, tmp_path, backend):
 
 
 def _line(text: str) -> int:
+    return _line_of(talk, text)
+
+
+def _line_of(k, text: str) -> int:
     import inspect
-    src, first = inspect.getsourcelines(talk.fn)
+    src, first = inspect.getsourcelines(k.fn)
     return first + next(i for i, ln in enumerate(src) if text in ln)
 
 
@@ -126,7 +130,7 @@ def stop(x: pl.Tensor[[16, 32], pl.DT_FP32], y: pl.Tensor[[64, 32], pl.DT_FP32],
     a = pl.make_tile(tt, addr=0)
     with pl.section_vector():
         pl.load(a, x, [0, 0])
-        pl.printf("before\n")
+        pl.printf("before\n", loc=True)
         if pl.get_block_idx() == n:
             pl.trap()
         pl.printf("after\n")
@@ -147,9 +151,10 @@ def test_trap_stops_the_run_naming_block_and_line(capsys, tmp_path, backend):
         with pytest.raises(ProTrapError) as e:
             _launch(stop, capsys, tmp_path, (x, np.zeros((64, 32), np.float32), 2), 4, 2,
                     backend)
+        at = f"test_debug.py:{_line_of(stop, 'before')}"       # loc=True
         assert capsys.readouterr().out == "".join(
-            f"[block {b} vector S] before\n[block {b} vector S] after\n" for b in (0, 1)) + \
-            "[block 2 vector S] before\n"
+            f"[block {b} vector S {at}] before\n[block {b} vector S] after\n"
+            for b in (0, 1)) + f"[block 2 vector S {at}] before\n"
         _launch(stop, capsys, tmp_path, (x, np.zeros((64, 32), np.float32), 9), 2, 1,
                 backend)       # no block traps
     finally:
