@@ -394,7 +394,7 @@ def pro_launch(doc: Document, arrays: dict, scalars: dict, block_dim: int,
     when check; "c": the checker first (the Pro runner on copies, when check), then the
     kernel's C (codegen/pro_c.py; the document must be code-level with C, see pro_code).
     debug: a runtime.pro_debug.Debug that takes the printf and dump_data records."""
-    from .runtime.pro_debug import flushing
+    from .runtime.pro_debug import flushing, rehearsed
     from .runtime.pro_exec import run as pro_run
     from .targets import host_cpus
     env = dict(scalars)
@@ -410,7 +410,8 @@ def pro_launch(doc: Document, arrays: dict, scalars: dict, block_dim: int,
     from .runtime import code_op
     from .runtime.pro_native import ProNative
     if check:
-        pro_run(doc, {k: v.copy() for k, v in arrays.items()}, env, block_dim, threads, True)
+        rehearsed(debug, pro_run, doc, {k: v.copy() for k, v in arrays.items()}, env,
+                  block_dim, threads, True)
     native = getattr(doc, "native", None)
     if native is None:
         native = doc.native = ProNative(doc, code_op(doc).attrs["source"])

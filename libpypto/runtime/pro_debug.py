@@ -147,6 +147,21 @@ def flushing(sink, fn, /, *args, **kwargs):
     return out
 
 
+def rehearsed(sink, fn, /, *args, **kwargs):
+    """fn(*args, debug=<a silent Debug>, **kwargs): a run before the reported one (the
+    Pro runner before the C); returns (fn's result, its printed lines). When it fails, its
+    lines go to sink's out first, so a failing assert shows what was printed before it."""
+    mine = Debug() if sink is not None else None
+    try:
+        out = flushing(mine, fn, *args, debug=mine, **kwargs)
+    except PyptoError:
+        for text in (mine.printed if mine is not None else []):
+            if sink.out is not None:
+                sink.out(text)
+        raise
+    return out, (mine.printed if mine is not None else None)
+
+
 # -- the Pro runner's rules -------------------------------------------------------------------
 
 def _kind(core) -> str:

@@ -18,7 +18,7 @@ from platform import machine, python_version
 from ..errors import PyptoError, UsageError
 from ..ir.core import Document, Op
 from . import data as D
-from .pro_debug import Debug, flushing
+from .pro_debug import flushing, rehearsed
 from .pro_exec import run as pro_run
 
 
@@ -123,12 +123,12 @@ class _Runs:
             out = self.pro_runner(self.threads, self.check, self.debug)
             self.events = self.runner_events
             return out, time.perf_counter() - t0
-        mine = Debug() if self.debug is not None else None     # the runner's text, kept
-        self.numpy_out = self.pro_runner(self.threads, self.check, mine)
+        self.numpy_out, printed = rehearsed(self.debug, self.pro_runner, self.threads,
+                                            self.check)
         out = self.fresh()
         wall = flushing(self.debug, self.native, out, self.env, self.block_dim, self.threads,
                         debug=self.debug)
-        if mine is not None and mine.printed != self.debug.printed:
+        if printed is not None and printed != self.debug.printed:
             raise PyptoError("the printf output of the C differs from the Pro runner's")
         self.events = self.native.last_events
         return out, wall

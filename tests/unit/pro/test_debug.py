@@ -104,10 +104,14 @@ def _line_of(k, text: str) -> int:
     return first + next(i for i, ln in enumerate(src) if text in ln)
 
 
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=needs_cc)])
-def test_failing_assert_names_block_line_condition_and_values(capsys, tmp_path, backend):
+@pytest.mark.parametrize("backend,check", [("numpy", True), pytest.param("c", False,
+                                                                         marks=needs_cc),
+                                           pytest.param("c", True, marks=needs_cc)])
+def test_failing_assert_names_block_line_condition_and_values(capsys, tmp_path, backend,
+                                                              check):
+    """C with the checker: the Pro runner (run first) fails, and its lines are shown."""
     x = np.zeros((6 * R, C), np.float32)
-    talk.check = backend == "numpy"         # with the checker the Pro runner fails first
+    talk.check = check
     try:
         with pytest.raises(ProAssertError) as e:
             _launch(talk, capsys, tmp_path, (x, np.zeros_like(x), 25, 1.0), 2, 2, backend)
