@@ -334,3 +334,29 @@ def test_mixed_kernel_prints_cube_then_each_vector_core_and_dumps_acc(capsys, tm
             got = np.load(tmp_path / "d2" / f"dump_line{dump_line}_block{c}_{i}.npy")
             assert got.dtype == np.float32 and got.shape == (TM, mod.N)
             np.testing.assert_allclose(got, prod[t * TM:(t + 1) * TM], rtol=1e-5, atol=1e-5)
+
+
+@pl.jit
+def unsynced(x: pl.Tensor[[16, 32], pl.DT_FP32], y: pl.Tensor[[16, 32], pl.DT_FP32],
+             f: pl.DT_FP32):
+    tt = pl.TileType(shape=[16, 32], dtype=pl.DT_FP32)
+    a = pl.make_tile(tt, addr=0)
+    with pl.section_vector():
+        pl.load(a, x, [0, 0])
+        pl.printf("%f %f %8.2f %f|%-6d|\n", 1.5, float("inf"), f * 2,
+                  pl.const(0.1, pl.DT_FP16), -3)
+        pl.dump_data(a)                       # V reads what MTE2 writes: no sync
+        pl.system.sync_src(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
+        pl.store(y, a, [0, 0])
+
+
+def test_dump_data_reads_its_tile_for_the_checker(capsys, tmp_path):
+    from libpypto.runtime.pro_check import SyncError
+    x = np.zeros((16, 32), np.float32)
+    with pytest.raises(SyncError) as e:
+        _launch(unsynced, capsys, tmp_path, (x, x.copy(), 1.25), 1, 1)
+    assert "tload on MTE2" in str(e.value) and "dbg_dump on V" in str(e.value)
+    assert capsys.readouterr().out == \
+        f"[block 0 vector S] 1.500000 inf     2.50 {np.float16(0.1):f}|-3    |\n"
+    assert list(tmp_path.iterdir()) == []     # the racing dump never ran
