@@ -360,3 +360,29 @@ def test_dump_data_reads_its_tile_for_the_checker(capsys, tmp_path):
     assert capsys.readouterr().out == \
         f"[block 0 vector S] 1.500000 inf     2.50 {np.float16(0.1):f}|-3    |\n"
     assert list(tmp_path.iterdir()) == []     # the racing dump never ran
+
+
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=needs_cc)])
+def test_grid_wide_kernel_prints_in_block_order(capsys, tmp_path, backend):
+    """examples/pro/grid_sum.py (sync_all: every cluster resident, one scheduler / one task
+    per worker) with a printf before and after the barrier."""
+    import importlib.util
+    import pathlib
+    src = (pathlib.Path(__file__).resolve().parents[3] / "examples" / "pro" /
+           "grid_sum.py").read_text()
+    bar = "        pl.system.sync_all(core_type=pl.SyncCoreType.AIV_ONLY)\n"
+    assert bar in src
+    src = src.replace(bar, '        pl.printf("before %d\\n", b)\n' + bar +
+                      '        pl.printf("after %d\\n", b * 10)\n')
+    path = tmp_path / "grid_debug.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("grid_debug", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x = np.random.default_rng(2).standard_normal((300, mod.COLS)).astype(np.float32)
+    outs = [_launch(mod.grid_sum, capsys, tmp_path, (x, np.zeros((4, mod.COLS), np.float32),
+                                                     np.zeros((1, mod.COLS), np.float32)),
+                    4, threads, backend) for threads in (1, 2)]
+    assert outs[0] == outs[1] == "".join(f"[block {b} vector S] before {b}\n"
+                                         f"[block {b} vector S] after {b * 10}\n"
+                                         for b in range(4))
