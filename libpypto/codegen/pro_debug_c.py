@@ -195,7 +195,35 @@ def i_dbg_dump(self, op) -> None:
               f"{t.type.dtype.itemsize});   " + c_comment("dump_data"))
 
 
+def i_dbg_dump_gm(self, op) -> None:
+    """The window's dims (int64), then its elements, the last dim's runs copied whole."""
+    gm = op.operands[0]
+    rank = gm.type.rank
+    o, s, d = ([self.fresh(p) for _ in range(rank)] for p in ("o", "n", "d"))
+    for k in range(rank):
+        self.emit(f"const int64_t {o[k]} = {self.ex(op.attrs['offsets'][k])}, {s[k]} = "
+                  f"{self.ex(op.attrs['shape'][k])}, {d[k]} = {self.ex(gm.type.shape[k])};")
+    self.fail(" || ".join(f"{o[k]} < 0 || {s[k]} < 0 || {o[k]} + {s[k]} > {d[k]}"
+                          for k in range(rank)), op)
+    buf, dims, idx = self.fresh("str"), self.fresh("dims"), [self.fresh() for _ in range(rank)]
+    self.emit(f"pp_str {buf} = {{0, 0, 0}};   " + c_comment("dump_data of a GM tensor"))
+    self.emit(f"const int64_t {dims}[{rank}] = {{{', '.join(s)}}};")
+    self.emit(f"pp_str_add(&{buf}, (const char *){dims}, sizeof {dims});")
+    stride = ["1"] * rank
+    for k in range(rank - 2, -1, -1):
+        stride[k] = f"{stride[k + 1]} * {d[k + 1]}"
+    for k in range(rank - 1):
+        self.emit(f"for (int64_t {idx[k]} = 0; {idx[k]} < {s[k]}; {idx[k]}++)")
+    at = " + ".join([f"({o[k]} + {idx[k]}) * {stride[k]}" for k in range(rank - 1)] +
+                    [o[-1]])
+    isz = gm.type.dtype.itemsize
+    self.emit(f"    pp_str_add(&{buf}, (const char *)({self.names[gm]} + {at}), "
+              f"{s[-1]} * {isz});")
+    self.emit(f"pp_dbg_put({_log(self)}, {_key(self, op)}, g0, 0, 0, {buf}.p, {buf}.n);")
+    self.emit(f"free({buf}.p);")
+
+
 def install(prog_class) -> None:
     """Give pro_c's program renderer its debug instruction methods."""
-    for f in (i_dbg_printf, i_dbg_assert, i_dbg_trap, i_dbg_dump):
+    for f in (i_dbg_printf, i_dbg_assert, i_dbg_trap, i_dbg_dump, i_dbg_dump_gm):
         setattr(prog_class, f.__name__, f)

@@ -5,6 +5,7 @@ grammar both execution paths share.
     dbg_printf  format, args                  on S      PRINTF
     dbg_assert  cond, text, format, args      on S      PTO_ASSERT
     dbg_dump    a tile, offsets, shape        on V (Vec tile) / FIX (Acc tile)   TPRINT
+    dbg_dump_gm a GM tensor, offsets, shape   on V      TPRINT
     dbg_trap                                  on S      TRAP
 
 A format string is data (an IR file may hold anything): the attribute grammar (FORMAT)
@@ -144,6 +145,13 @@ def _v_dump(op, err) -> None:
             err(f"dbg_dump {key} must have 2 entries")
 
 
+def _v_dump_gm(op, err) -> None:
+    rank = op.operands[0].type.rank
+    for key in ("offsets", "shape"):
+        if len(op.attrs[key]) != rank:
+            err(f"dbg_dump_gm {key} must have {rank} entries (the tensor's rank)")
+
+
 def _pipe_dump(op) -> str:
     return "FIX" if op.operands[0].type.space == "l0c" else "V"
 
@@ -161,6 +169,9 @@ DEFS = [
                           "show_location": opt(Bool())}, _v_args, "S", "PTO_ASSERT"),
     _d("dbg_dump", ("tile",), {"offsets": attr(EXPRS), "shape": attr(EXPRS),
                                "show_location": opt(Bool())}, _v_dump, _pipe_dump, "TPRINT"),
+    _d("dbg_dump_gm", ("tensor",), {"offsets": attr(EXPRS), "shape": attr(EXPRS),
+                                     "show_location": opt(Bool())}, _v_dump_gm,
+       lambda op: op.attrs.get("pipe", "V"), "TPRINT"),
     _d("dbg_trap", (), {}, None, "S", "TRAP"),
 ]
 DEBUG_OPS = frozenset(d.name for d in DEFS)

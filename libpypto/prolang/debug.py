@@ -22,9 +22,10 @@ Choices (also in the README's Pro section):
   the run (the reference's NPU only logs it): exit 1 from pypto-run, ProAssertError in
   process.
 - dump_data takes a tile: Vec (in a vector section, V pipe) or Acc (in a cube section, FIX
-  pipe; the host reads L0C directly, so `workspace=` is accepted and not needed). A GM
-  tensor, Mat/Left/Right tiles and `flag=` are refused. The window defaults to the tile's
-  valid region.
+  pipe; the host reads L0C directly, so `workspace=` is accepted and not needed), window
+  default the tile's valid region; or a GM tensor (any rank, V pipe, FIX in a cube section;
+  the checker sees it read the window), window default the whole tensor. Mat/Left/Right
+  tiles and `flag=` are refused.
 """
 from __future__ import annotations
 
@@ -116,8 +117,7 @@ def dump_data(data, offsets=None, shapes=None, *, workspace=None, loc=False, fla
     tile's window (default its valid region) to an .npy file named by line and block."""
     t = current()
     if isinstance(data, TensorView):
-        raise t.error("pl.dump_data of a GM tensor is not supported yet: load it into a Vec "
-                      "tile and dump the tile")
+        return _dump_gm(t, data, offsets, shapes, workspace, loc, flag)
     if not isinstance(data, Tile):
         raise t.error(f"pl.dump_data takes a tile, not {data!r}")
     space = data.type.space
@@ -138,10 +138,27 @@ def dump_data(data, offsets=None, shapes=None, *, workspace=None, loc=False, fla
     return emit("dbg_dump", [data], {"offsets": offs, "shape": shape, **_loc_attr(t, loc)})
 
 
-def _window(t, offsets, shapes) -> tuple:
+def _dump_gm(t, data, offsets, shapes, workspace, loc, flag):
+    """A GM tensor's window (default all of it), on V (FIX in a cube section)."""
+    if workspace is not None or flag is not None:
+        raise t.error("pl.dump_data of a GM tensor takes no workspace= or flag=")
+    if (offsets is None) != (shapes is None):
+        raise t.error("pl.dump_data offsets and shapes go together")
+    rank = len(data.dims)
+    if offsets is None:
+        offs, shape = [0] * rank, list(data.dims)
+    else:
+        offs, shape = _window(t, offsets, shapes, rank)
+    pipe = "FIX" if t.section == "cube" else "V"
+    return emit("dbg_dump_gm", [data], {"offsets": offs, "shape": shape, "pipe": pipe,
+                                        **_loc_attr(t, loc)})
+
+
+def _window(t, offsets, shapes, rank: int = 2) -> tuple:
     if not (isinstance(offsets, (list, tuple)) and isinstance(shapes, (list, tuple)) and
-            len(offsets) == 2 and len(shapes) == 2):
-        raise t.error("pl.dump_data offsets and shapes are two entries each (tiles are 2-D)")
+            len(offsets) == rank and len(shapes) == rank):
+        raise t.error(f"pl.dump_data offsets and shapes are {rank} entries each (the rank of "
+                      f"what is dumped)")
     offs, shape = [expr_of(o) for o in offsets], [expr_of(s) for s in shapes]
     if any(x is None for x in offs + shape):
         raise t.error(f"pl.dump_data offsets and shapes must be integer scalars, not "

@@ -106,7 +106,7 @@ class Debug:
             for core_id, _, op, g0, payload in sorted(recs[c], key=lambda r: r[:2]):
                 if op.name == "dbg_printf":
                     self._print(op, core_id, g0, payload)
-                elif op.name == "dbg_dump":
+                elif op.name in ("dbg_dump", "dbg_dump_gm"):
                     self._dump(op, g0, payload, counts)
 
     def _print(self, op, core_id, g0, text) -> None:
@@ -225,8 +225,30 @@ def _dump(core, op, env) -> None:
     _record(core, op, np.array(tile[o0:o0 + r, o1:o1 + c], copy=True))
 
 
+def gm_window(op, evaluate, shape) -> tuple:
+    """(lo, hi) per dim of a GM dump's window, checked inside the tensor."""
+    lo = [int(evaluate(x)) for x in op.attrs["offsets"]]
+    hi = [a + int(evaluate(x)) for a, x in zip(lo, op.attrs["shape"])]
+    if any(a < 0 or b < a or b > n for a, b, n in zip(lo, hi, shape)):
+        box = ", ".join(f"{a}:{b}" for a, b in zip(lo, hi))
+        raise PyptoError(f"dump_data of {op.operands[0].name}[{box}] is outside its shape "
+                         f"{list(shape)}", op.loc)
+    return lo, hi
+
+
+def _dump_gm(core, op, env) -> None:
+    arr = core.vals[op.operands[0]]
+    lo, hi = gm_window(op, lambda x: core.ev(x, env), arr.shape)
+    name = op.operands[0].name
+    if core.chk.enabled:              # the checker: a read of the window on op's pipe
+        box = ", ".join(f"{a}:{b}" for a, b in zip(lo, hi))
+        core.chk.access((core.key, op.attrs["pipe"]), ("gm", name), lo, hi, False,
+                        f"tensor {name}[{box}]", op)
+    _record(core, op, np.array(arr[tuple(slice(a, b) for a, b in zip(lo, hi))], copy=True))
+
+
 KERNELS = {"dbg_printf": _printf, "dbg_assert": _assert, "dbg_dump": _dump,
-           "dbg_trap": _trap}
+           "dbg_dump_gm": _dump_gm, "dbg_trap": _trap}
 
 
 # -- the C's logs -----------------------------------------------------------------------------
@@ -279,6 +301,10 @@ def _payload(op, rows: int, cols: int, payload: bytes):
     if op.name == "dbg_printf":
         return payload.decode("utf-8", "replace")
     dt = op.operands[0].type.dtype.np
+    if op.name == "dbg_dump_gm":      # the window's dims (int64), then its elements
+        rank = op.operands[0].type.rank
+        dims = [int(d) for d in np.frombuffer(payload[:8 * rank], np.int64)]
+        return np.frombuffer(payload[8 * rank:], dt).reshape(dims).copy()
     return np.frombuffer(payload, dt).reshape(rows, cols).copy()
 
 

@@ -262,7 +262,8 @@ def test_trace_errors_for_bad_debug_calls():
              "pl.printf('%d %d', 1)": "2 conversions, and 1 arguments",
              "pl.printf('%s', 1)": "does not support conversion '%s'",
              "pl.pto_assert(3)": "takes a boolean condition",
-             "pl.dump_data(x)": "GM tensor is not supported",
+             "pl.dump_data(x, offsets=[0], shapes=[1])": "2 entries each",
+             "pl.dump_data(x, flag='x')": "takes no workspace= or flag=",
              "pl.dump_data(a, offsets=[0, 0])": "offsets and shapes go together",
              "pl.dump_data(a, flag='x')": "flag= is not supported"}
     import importlib.util
@@ -386,3 +387,62 @@ def test_grid_wide_kernel_prints_in_block_order(capsys, tmp_path, backend):
     assert outs[0] == outs[1] == "".join(f"[block {b} vector S] before {b}\n"
                                          f"[block {b} vector S] after {b * 10}\n"
                                          for b in range(4))
+
+
+@pl.jit
+def gm_dump(x: pl.Tensor[[pl.DYNAMIC, C], pl.DT_FP32], y: pl.Tensor[[pl.DYNAMIC, C], pl.DT_FP32]):
+    tt = pl.TileType(shape=[R, C], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
+    a = pl.make_tile(tt, addr=0)
+    n = x.shape[0] // R
+    with pl.section_vector():
+        b = pl.get_block_idx()
+        pl.dump_data(x)                                          # all of an input
+        for t in pl.range(b, n, pl.get_block_num()):
+            pl.load(a, x, [t * R, 0])
+            pl.system.sync_src(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
+            pl.system.sync_dst(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
+            pl.store(y, a, [t * R, 0])
+            pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=0)
+            pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=0)
+            pl.dump_data(y, offsets=[t * R + 1, 2], shapes=[3, 4])   # a window just stored
+            pl.system.sync_src(set_pipe=V, wait_pipe=MTE2, event_id=0)
+            pl.system.sync_dst(set_pipe=V, wait_pipe=MTE2, event_id=0)
+
+
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=needs_cc)])
+def test_dump_data_of_gm_tensors(capsys, tmp_path, backend):
+    x = np.random.default_rng(4).standard_normal((4 * R, C)).astype(np.float32)
+    y = np.zeros_like(x)
+    _launch(gm_dump, capsys, tmp_path, (x, y), 2, 2, backend)
+    whole, win = _line_of(gm_dump, "pl.dump_data(x)"), _line_of(gm_dump, "pl.dump_data(y")
+    for b in range(2):
+        np.testing.assert_array_equal(np.load(tmp_path / f"dump_line{whole}_block{b}_0.npy"), x)
+        for i, t in enumerate(range(b, 4, 2)):
+            got = np.load(tmp_path / f"dump_line{win}_block{b}_{i}.npy")
+            np.testing.assert_array_equal(got, x[t * R + 1:t * R + 4, 2:6])
+    assert len(list(tmp_path.iterdir())) == 6
+
+
+def test_dump_data_of_gm_is_checked_as_a_read():
+    """Drop the MTE3 -> V pair: the dump reads GM the store wrote, unordered."""
+    import inspect
+    src = inspect.getsource(gm_dump.fn).replace(
+        "pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=0)", "pass")
+    assert "pass" in src
+    from libpypto.runtime.pro_check import SyncError
+    ns = {"pl": pl, "R": R, "C": C, "MTE2": MTE2, "MTE3": MTE3, "V": V}
+    import pathlib
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = pathlib.Path(d) / "gm_race.py"
+        path.write_text("import libpypto.pro as pl\n" + "".join(
+            f"{k} = {v!r}\n" for k, v in {"R": R, "C": C}.items()) +
+            "MTE2, MTE3, V = pl.PipeType.MTE2, pl.PipeType.MTE3, pl.PipeType.V\n" +
+            src.replace("@pl.jit\n", ""))
+        code = compile(path.read_text(), str(path), "exec")
+        exec(code, ns)
+        k = pl.jit(ns["gm_dump"])
+        x = np.zeros((2 * R, C), np.float32)
+        with pytest.raises(SyncError) as e:
+            k.launch((x, x.copy()), 1)
+    assert "tstore on MTE3" in str(e.value) and "dbg_dump_gm on V" in str(e.value)
