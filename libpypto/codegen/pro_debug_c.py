@@ -5,7 +5,10 @@ in the C of a kernel that has one).
 Records go to a log per (cluster, core) in memory (pp_dbg_log: written by the one thread
 running the cluster, read back and freed by runtime/pro_debug.NativeLog after the launch),
 each a header (program number, debug op number in it, block index, rows, cols, payload
-bytes) and a payload: the printed text, or the dumped window's elements row by row.
+bytes) and a payload: the printed text, or the dumped window's elements row by row (a GM
+window: its dims, then its elements). The logs hang off one static pointer of the compiled
+library, set for the duration of one launch: two launches of one kernel's library at once,
+from two Python threads, would share it (pypto never does that).
 
 The format string is data: it is never handed to C as a format. Its literal pieces are
 emitted as C string literals in which every byte but letters, digits, space and `,.:;=_-`

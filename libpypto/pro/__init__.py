@@ -23,7 +23,9 @@ compiles, `kernel.last_doc` is the last launch's block-level document. The race 
 checker runs on every launch (`kernel.check = False`, or `check=False` on
 `kernel.launch(...)`, skips it). `kernel.backend = "c"` runs the kernel's C (compiled once
 per signature, after the checker has run the Pro runner on copies) instead of the Pro
-runner (numpy, the default).
+runner (numpy, the default). A kernel with debug instructions (pl.printf, pl.dump_data;
+runtime/pro_debug.py) prints to sys.stdout and writes its dumps to `kernel.dump_dir`
+(default the current directory); a failing pl.pto_assert raises ProAssertError.
 """
 from __future__ import annotations
 

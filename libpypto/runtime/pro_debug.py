@@ -277,7 +277,10 @@ class NativeLog:
                 ptr = self.lib.pypto_pro_debug_log(ctypes.c_int64(i), ctypes.byref(size))
                 data = ctypes.string_at(ptr, size.value) if ptr and size.value else b""
                 for k, g0, rows, cols, payload in _records(data):
-                    op = ops[k]             # k: (program, number), both from the C
+                    op = ops.get(k)         # k: (program, number), both from the C
+                    if op is None:
+                        raise PyptoError(f"C backend: a debug record names no instruction "
+                                         f"({k})")
                     c, core_id = divmod(i, 3)
                     if op.name in ("dbg_assert", "dbg_trap"):
                         stops.append((c, op, g0, core_id, payload.decode("utf-8", "replace")))
