@@ -442,6 +442,7 @@ def test_dump_data_of_gm_is_checked_as_a_read():
         code = compile(path.read_text(), str(path), "exec")
         exec(code, ns)
         k = pl.jit(ns["gm_dump"])
+        k.dump_dir = d                        # the whole-x dump runs before the race
         x = np.zeros((2 * R, C), np.float32)
         with pytest.raises(SyncError) as e:
             k.launch((x, x.copy()), 1)
