@@ -386,12 +386,15 @@ def pro_trace(k, static: dict | None = None, key: dict | None = None,
 
 
 def pro_launch(doc: Document, arrays: dict, scalars: dict, block_dim: int,
-               threads: int | None = None, check: bool = True, backend: str = "numpy") -> dict:
+               threads: int | None = None, check: bool = True, backend: str = "numpy",
+               debug=None) -> dict:
     """Run a Pro kernel's document on the host: arrays by parameter name (written in
     place), scalars by program scalar name (DYNAMIC dims are taken from the arrays).
     backend "numpy": the Pro runner (libpypto.runtime.pro_exec), with the race checker
     when check; "c": the checker first (the Pro runner on copies, when check), then the
-    kernel's C (codegen/pro_c.py; the document must be code-level with C, see pro_code)."""
+    kernel's C (codegen/pro_c.py; the document must be code-level with C, see pro_code).
+    debug: a runtime.pro_debug.Debug that takes the printf and dump_data records."""
+    from .runtime.pro_debug import flushing, rehearsed
     from .runtime.pro_exec import run as pro_run
     from .targets import host_cpus
     env = dict(scalars)
@@ -402,15 +405,18 @@ def pro_launch(doc: Document, arrays: dict, scalars: dict, block_dim: int,
                     env[str(d)] = int(arrays[op.attrs["param"]].shape[axis])
     threads = threads or host_cpus()
     if backend != "c":
-        return pro_run(doc, arrays, env, block_dim, threads, check)
+        return flushing(debug, pro_run, doc, arrays, env, block_dim, threads, check,
+                        debug=debug)
     from .runtime import code_op
     from .runtime.pro_native import ProNative
     if check:
-        pro_run(doc, {k: v.copy() for k, v in arrays.items()}, env, block_dim, threads, True)
+        rehearsed(debug, pro_run, doc, {k: v.copy() for k, v in arrays.items()}, env,
+                  block_dim, threads, True)
     native = getattr(doc, "native", None)
     if native is None:
         native = doc.native = ProNative(doc, code_op(doc).attrs["source"])
-    return {"clusters": block_dim, "wall_s": native(arrays, env, block_dim, threads)}
+    return {"clusters": block_dim, "wall_s": flushing(debug, native, arrays, env, block_dim,
+                                                      threads, debug=debug)}
 
 
 def pro_code(doc: Document) -> Document:

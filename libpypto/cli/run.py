@@ -81,7 +81,8 @@ def run_doc(doc, progress, inputs, single, bind, seed, outputs, threads, backend
                    seed=seed, threads=threads, verify=verify, outputs_path=outputs,
                    repeat=repeat, backend=backend, **_pro_options(doc, pro or {}))
     if pro and any(v is not None for v in pro.values()):
-        raise UsageError("--block-dim, --expect and --no-check apply to Pro kernels")
+        raise UsageError("--block-dim, --expect, --no-check and --dump-dir apply to Pro "
+                         "kernels")
     if doc.level not in ("code", "run"):
         doc = emit(doc, backend or "c", target)
     from .progress import RUN_AFTER
@@ -123,8 +124,12 @@ def check_levels_main(doc, arrays, bind, seed, target, levels: dict) -> None:
 
 def _pro_options(doc, pro: dict) -> dict:
     import numpy as np
+    from ..ir.debug_ops import debug_ops
+    from ..runtime.pro_debug import Debug
     out = {"block_dim": 1 if pro.get("block_dim") is None else pro["block_dim"],
            "check": True if pro.get("check") is None else pro["check"]}
+    if debug_ops(doc):      # printf to stderr (stdout is the run record), dumps to --dump-dir
+        out["debug"] = Debug(sys.stderr.write, pro.get("dump_dir") or ".")
     if pro.get("expect"):
         try:
             with np.load(pro["expect"]) as z:

@@ -23,7 +23,9 @@ compiles, `kernel.last_doc` is the last launch's block-level document. The race 
 checker runs on every launch (`kernel.check = False`, or `check=False` on
 `kernel.launch(...)`, skips it). `kernel.backend = "c"` runs the kernel's C (compiled once
 per signature, after the checker has run the Pro runner on copies) instead of the Pro
-runner (numpy, the default).
+runner (numpy, the default). A kernel with debug instructions (pl.printf, pl.dump_data;
+runtime/pro_debug.py) prints to sys.stdout and writes its dumps to `kernel.dump_dir`
+(default the current directory); a failing pl.pto_assert raises ProAssertError.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from .. import prolang as _lang
 from ..prolang import ProKernel
 from ..prolang.datatype import resolve
 from ..prolang.dsl import DYNAMIC, STATIC, dtype_named
+from ..prolang.sugar import array_field
 
 
 class JitKernel(ProKernel):
@@ -49,6 +52,7 @@ class JitKernel(ProKernel):
         self.last_doc = None
         self.backend = "numpy"
         self._dtypes = ()
+        self.dump_dir = None        # pl.dump_data's directory (None: the current one)
 
     def __getitem__(self, item):
         item = item if isinstance(item, tuple) else (item,)
@@ -106,7 +110,8 @@ class JitKernel(ProKernel):
         self.last_doc = doc
         work = {n: _contiguous(a) for n, a in arrays.items()}
         out = pro_launch(doc, work, scalars, block_dim, self.threads,
-                         self.check if check is None else check, self.backend)
+                         self.check if check is None else check, self.backend,
+                         _debug(doc, self.dump_dir))
         for n, a in arrays.items():
             if work[n] is not a:
                 a[...] = work[n]
@@ -157,8 +162,20 @@ def bind_args(k: ProKernel, args: tuple, consts: dict | None = None) -> tuple:
                 raise UsageError(f"{k.name}(): {p.name} must be a {p.spec.__name__} instance")
             for f in dataclasses.fields(a):
                 v = getattr(a, f.name)
+                spec = array_field(f.type)
+                if spec is not None:        # an array field: one scalar per element
+                    scalars.update(_array_values(k, p.name, f.name, spec, v))
+                    continue
                 scalars[f"{p.name}_{f.name}"] = float(v) if isinstance(v, float) else int(v)
     return arrays, scalars, static
+
+
+def _array_values(k, param: str, field: str, spec, v) -> dict:
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) != spec.n:
+        raise UsageError(f"{k.name}(): {param}.{field} must be a sequence of {spec.n} "
+                         f"{spec.elem}s, not {v!r}")
+    cast = float if spec.elem == "float" else int
+    return {f"{param}_{field}_{i}": cast(x) for i, x in enumerate(v)}
 
 
 def _check_tensor(k, p, arr, consts: dict) -> None:
@@ -179,6 +196,17 @@ def _scalar(k, p, a):
     if not isinstance(a, int) and not (hasattr(a, "__index__") and not isinstance(a, float)):
         raise UsageError(f"{k.name}(): scalar {p.name} ({p.spec.api}) must be an int, not {a!r}")
     return int(a)
+
+
+def _debug(doc, dump_dir):
+    """printf to sys.stdout, dump_data into dump_dir (default the current directory), for a
+    kernel with debug instructions (runtime/pro_debug.py)."""
+    import sys
+    from ..ir.debug_ops import debug_ops
+    from ..runtime.pro_debug import Debug
+    if not debug_ops(doc):
+        return None
+    return Debug(sys.stdout.write, dump_dir or ".")
 
 
 def _contiguous(a):

@@ -9,6 +9,8 @@ ops.py (instructions), simt.py (pl.simt: SIMT thread blocks), system.py (pl.syst
 from __future__ import annotations
 
 from . import simt, system
+from .debug import dump_data, printf, pto_assert, trap
+from .sugar import Array, const, make_tuple, struct, struct_array
 from .dsl import (DN, DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DYNAMIC,
                   ND, NZ, STATIC, ZN, AccPhase, AccToVecMode, AtomicType, CrossCoreSyncMode,
                   MemorySpace, PipeType, ReluPreMode, Scalar, STPhase, SyncAllMode,
@@ -42,3 +44,5 @@ __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluP
            'matmul', 'matmul_acc', 'max', 'maximum', 'min', 'minimum', 'move', 'mul', 'ne',
            'neg', 'or_', 'range', 'recip', 'relu', 'rsqrt', 'section_cube', 'section_vector',
            'select', 'set_validshape', 'simt', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system']
+__all__ += ['dump_data', 'printf', 'pto_assert', 'trap']   # debug.py
+__all__ += ['Array', 'const', 'make_tuple', 'struct', 'struct_array']   # sugar.py

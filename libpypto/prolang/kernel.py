@@ -36,6 +36,7 @@ from . import state
 from .dsl import STATIC, DYNAMIC, DTypeVar, Scalar, TensorSpec, TilingKeyField
 from .ops import TensorView
 from .rewrite import rewrite
+from .sugar import ELEM, ArrayView, array_field
 from .tiles import check_overlaps
 
 ARCHS = {"a2": "a2", "a3": "a3", "a5": "950", "950": "950"}
@@ -183,6 +184,13 @@ class ProKernel:
                 fields = {}
                 for f in dataclasses.fields(p.spec):
                     sym = f"{p.name}_{f.name}"
+                    arr = _array_field(self, f)
+                    if arr is not None:     # pl.Array[int, N] / int[N]: N scalars (sugar.py)
+                        syms = [f"{sym}_{i}" for i in range(arr.n)]
+                        scalars += [(s, ELEM[arr.elem]) for s in syms]
+                        fields[f.name] = ArrayView(f"{p.name}.{f.name}",
+                                                   [Scalar(E.sym(s)) for s in syms])
+                        continue
                     scalars.append((sym, _field_dtype(self, f)))
                     fields[f.name] = Scalar(E.sym(sym))
                 args.append(_TilingView(p.spec.__name__, fields))
@@ -195,12 +203,19 @@ class _TilingView:
         self._cls = cls
 
 
+def _array_field(k, f):
+    try:
+        return array_field(f.type)
+    except CompileError as exc:
+        raise CompileError(f"{k.name}: TilingData field {f.name}: {exc}") from None
+
+
 def _field_dtype(k, f) -> str:
     ann = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
     kinds = {"int": "i64", "bool": "i64", "float": "f32"}
     if ann not in kinds:
         raise CompileError(f"{k.name}: TilingData field {f.name}: {ann} is not int, float or "
-                           f"bool (arrays are not built yet)")
+                           f"bool (or an array: pl.Array[int, N], int[N])")
     return kinds[ann]
 
 

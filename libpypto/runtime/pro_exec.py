@@ -76,7 +76,7 @@ def serial(doc) -> bool:
 
 
 def run(doc, arrays: dict, env: dict, block_dim: int, threads: int = 1,
-        check: bool = True) -> dict:
+        check: bool = True, debug=None) -> dict:
     """Run doc for block_dim clusters; arrays (name -> contiguous numpy array) are written
     in place. env: the program scalars except block_num. Returns {"clusters": n, "events":
     [[0, cluster, worker, start ns, end ns], ...], "bytes": GM bytes moved, "flops": ...}."""
@@ -94,6 +94,8 @@ def run(doc, arrays: dict, env: dict, block_dim: int, threads: int = 1,
         grid = _Grid(pro["mixed"], "cube" in progs, "vector" in progs, block_dim, check)
         clusters = [_Cluster(progs, pro["mixed"], c, arrays, env, buffers, check, grid)
                     for c in range(block_dim)]
+        for cl in clusters:
+            cl.debug = debug            # pro_debug: where printf and dump_data records go
         grid.run(clusters, t0)
         return {**_summary(clusters), "events": [grid.event]}   # one share: all clusters
     workers: dict = {}
@@ -101,9 +103,14 @@ def run(doc, arrays: dict, env: dict, block_dim: int, threads: int = 1,
     def one(c: int):
         """Run cluster c; keep only what the launch needs of it (not its buffers)."""
         cl = _Cluster(progs, pro["mixed"], c, arrays, env, buffers, check)
+        cl.debug = debug                # pro_debug: where printf and dump_data records go
         w = workers.setdefault(threading.get_ident(), len(workers))
         start = time.perf_counter_ns() - t0
-        cl.run()
+        try:
+            cl.run()
+        except PyptoError as exc:
+            exc.cluster = getattr(exc, "cluster", c)   # pro_debug prints clusters up to c
+            raise
         return _Done([0, c, w, start, time.perf_counter_ns() - t0], cl.bytes, cl.flops,
                      pro_check.gm_records(cl.checker) if check else {})
 
@@ -687,3 +694,5 @@ KERNELS = {"tload": _tload, "tstore": _tstore, "tmov": _tmov, "tcvt": _tmov,
 from . import pro_simt as _pro_simt   # noqa: E402 -- pl.simt launches (runtime/pro_simt.py)
 
 KERNELS.update(_pro_simt.kernels(ProRunError, _tile_name))
+from . import pro_debug as _pro_debug   # noqa: E402 -- printf, pto_assert, dump_data, trap
+KERNELS.update(_pro_debug.KERNELS)

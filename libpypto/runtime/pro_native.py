@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import PyptoError
 from ..ir.core import Loc
 from .compiler import compile_shared, runtime_source
+from .pro_debug import NativeLog, native_stop
 
 ERR_OPS = ("?", "tile", "tload", "tstore", "cross_set", "cross_wait", "tinsert",
            "simt_index", "simt_div", "simt_step", "simt_oom")        # codegen/pro_c.ERR_OPS
@@ -40,7 +41,10 @@ class ProNative:
         self.doc = doc
         self.last_events: list = []
 
-    def __call__(self, arrays: dict, env: dict, block_dim: int, threads: int) -> float:
+    def __call__(self, arrays: dict, env: dict, block_dim: int, threads: int,
+                 debug=None) -> float:
+        """debug: a pro_debug.Debug for the printf and dump_data records (None drops
+        them)."""
         from ..ir.pro_ops import grid_wide
         from .pro_exec import ProRunError, grid_limit
         doc = self.doc
@@ -61,14 +65,18 @@ class ProNative:
         t_start, t_end = (np.zeros(block_dim, np.int64) for _ in range(2))
         t_core = np.zeros(block_dim, np.int32)
         ptr = ctypes.c_void_p
+        log = NativeLog(self.lib, block_dim) if hasattr(self.lib, "pypto_pro_debug_begin") \
+            else None
         t0 = time.perf_counter()
         rc = self.fn(ctypes.c_int64(block_dim), ctypes.c_int(threads), T,
                      S.ctypes.data_as(ptr), F.ctypes.data_as(ptr), ctypes.byref(cluster),
                      t_start.ctypes.data_as(ptr), t_end.ctypes.data_as(ptr),
                      t_core.ctypes.data_as(ptr), ctypes.byref(ntasks))
         wall = time.perf_counter() - t0
+        stops = log.take(self.doc, debug) if log is not None else []
         if rc:
-            raise self.error(rc, cluster.value)
+            exc = native_stop(stops, cluster.value) if rc > 0 else None
+            raise exc or self.error(rc, cluster.value)
         self.last_events = [[0, i, int(t_core[i]), int(t_start[i]), int(t_end[i])]
                             for i in range(ntasks.value)]
         return wall

@@ -15,9 +15,10 @@ import inspect
 import time
 from platform import machine, python_version
 
-from ..errors import UsageError
+from ..errors import PyptoError, UsageError
 from ..ir.core import Document, Op
 from . import data as D
+from .pro_debug import flushing, rehearsed
 from .pro_exec import run as pro_run
 
 
@@ -30,9 +31,11 @@ def scalar_names(doc) -> list:
 
 def run_record(doc, inputs=None, bind=None, seed=0, threads=None, verify=True,
                outputs_path=None, block_dim=1, expect=None, golden=None, check=True,
-               notice=None, backend="numpy", repeat=1) -> Document:
+               notice=None, backend="numpy", repeat=1, debug=None) -> Document:
     """Run a Pro document. backend "c": its C (a code-level document's source) runs and is
-    compared with the Pro runner (numpy, with the checker); "numpy": the Pro runner only."""
+    compared with the Pro runner (numpy, with the checker); "numpy": the Pro runner only.
+    debug: a pro_debug.Debug taking the reported execution's printf and dump_data records
+    (the C's printed text must equal the Pro runner's)."""
     from ..analysis.bind import param_roles
     from ..targets import host_cpus
     from . import _outputs
@@ -47,6 +50,7 @@ def run_record(doc, inputs=None, bind=None, seed=0, threads=None, verify=True,
     start = {k: v.copy() for k, v in arrays.items()}
     run = _Runs(doc, start, {**env, **scalars}, block_dim, threads or host_cpus(), check,
                 backend)
+    run.debug = debug
     arrays, wall = run.main()
     walls = [wall] + [run.again() for _ in range(max(1, repeat) - 1)]
     checks, what = _checks(run, arrays, env, scalars, roles, expect, golden) if verify \
@@ -82,6 +86,7 @@ class _Runs:
         self.numpy_out = None
         self.events: list = []        # the reported execution's, [0, task, worker, s, e]
         self.work: dict = {}          # the Pro runner's GM bytes and flops
+        self.debug = None             # pro_debug.Debug of the reported execution
         if backend == "c":
             from . import code_op
             from .pro_native import ProNative
@@ -91,9 +96,10 @@ class _Runs:
     def fresh(self) -> dict:
         return {k: v.copy() for k, v in self.start.items()}
 
-    def pro_runner(self, threads: int, check: bool) -> dict:
+    def pro_runner(self, threads: int, check: bool, debug=None) -> dict:
         out = self.fresh()
-        got = pro_run(self.doc, out, self.env, self.block_dim, threads, check)
+        got = flushing(debug, pro_run, self.doc, out, self.env, self.block_dim, threads,
+                       check, debug=debug)
         self.work = {"bytes": got["bytes"], "flops": got["flops"]}
         self.runner_events = got["events"]
         return out
@@ -114,12 +120,16 @@ class _Runs:
         checker) runs first: a race is found before any C runs."""
         if self.native is None:
             t0 = time.perf_counter()
-            out = self.pro_runner(self.threads, self.check)
+            out = self.pro_runner(self.threads, self.check, self.debug)
             self.events = self.runner_events
             return out, time.perf_counter() - t0
-        self.numpy_out = self.pro_runner(self.threads, self.check)
+        self.numpy_out, printed = rehearsed(self.debug, self.pro_runner, self.threads,
+                                            self.check)
         out = self.fresh()
-        wall = self.native(out, self.env, self.block_dim, self.threads)
+        wall = flushing(self.debug, self.native, out, self.env, self.block_dim, self.threads,
+                        debug=self.debug)
+        if printed is not None and printed != self.debug.printed:
+            raise PyptoError("the printf output of the C differs from the Pro runner's")
         self.events = self.native.last_events
         return out, wall
 

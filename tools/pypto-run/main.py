@@ -37,6 +37,7 @@ def run(
     check: Optional[bool] = typer.Option(None, "--check/--no-check", help="Pro kernel: run the race and sync checker (default on)"),
     check_levels: bool = typer.Option(False, "--check-levels", help="run the tensor level and the result of every lowering pass on numpy first, and name the first level, pass and instruction that diverges"),
     dump_tensors: Optional[str] = typer.Option(None, "--dump-tensors", help="write every tensor-level value to this directory as .npy, named by order, op and line"),
+    dump_dir: Optional[str] = typer.Option(None, "--dump-dir", help="Pro kernel: the directory pl.dump_data writes its .npy files to (default the current directory)"),
 ) -> None:
     """Run SRC on the host: bind sizes, prepare data, execute, verify; report on stderr."""
     from libpypto.cli.run import run_main
@@ -44,7 +45,8 @@ def run(
     with sanitizing(sanitize):      # compiler.py: a sanitized build runs in a child process
         run_main(src, inputs, input or [], bind or [], seed, outputs, threads,
                  sanitized_backend(sanitize, backend), verify, out, text, repeat, kernel, const,
-                 target, full, {"block_dim": block_dim, "expect": expect, "check": check},
+                 target, full, {"block_dim": block_dim, "expect": expect, "check": check,
+                                   "dump_dir": dump_dir},
                  trust_code=trust_code, levels={"check": check_levels, "dump": dump_tensors})
 
 

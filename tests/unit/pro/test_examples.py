@@ -23,6 +23,13 @@ EXAMPLES = sorted(p.stem for p in PRO.glob("*.py"))
 BIN = pathlib.Path(sys.executable).parent
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    """pl.dump_data writes into the current directory (debug_print.py): keep it out of
+    the checkout, in process and in the pipes' subprocesses."""
+    monkeypatch.chdir(tmp_path)
+
+
 def load(path: pathlib.Path):
     spec = importlib.util.spec_from_file_location(f"pro_ex_{path.stem}_{abs(hash(str(path)))}",
                                                   path)
@@ -45,6 +52,7 @@ def launch_args(mod, ex: dict, rng):
             named[p.name] = arr
         elif p.kind == "scalar":
             args.append(bind[p.name])
+            named[p.name] = bind[p.name]          # a reference may take it (debug_print)
         else:
             fields = {f: bind[f"{p.name}_{f}"] for f in p.spec.__dataclass_fields__}
             args.append(p.spec(**fields))
