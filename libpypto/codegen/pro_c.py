@@ -407,3 +407,8 @@ def _conv(dst_dt, src_dt, x: str) -> str:
     if dst_dt == src_dt:
         return x
     return _st(dst_dt, _ld(src_dt, x), "float" if src_dt.kind == "float" else "int")
+
+
+from .pro_pipeline_c import i_tmov_acc2vec as _acc2vec   # noqa: E402 -- L0C -> UB
+
+_Prog.i_tmov_acc2vec = _acc2vec

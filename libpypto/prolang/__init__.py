@@ -4,11 +4,13 @@ re-exports them with `pl.jit`). Tracing only: nothing here runs a kernel.
 See dsl.py (types, enums, scalars), state.py (sections, block index, pl.range, branches),
 rewrite.py (the AST step), tiles.py (make_tile, make_tile_group, the buffer plan checks),
 ops.py (instructions), system.py (pl.system synchronisation), datatype.py
-(@pl.jit(datatype=)), kernel.py (signature, trace, the block-level document).
+(@pl.jit(datatype=)), kernel.py (signature, trace, the block-level document), pipeline.py
+(pl.pipeline: automatic cube/vector pipelining, the L0C -> UB move).
 """
 from __future__ import annotations
 
-from . import system
+from . import pipeline, system
+from .pipeline import PipelineConfig
 from .dsl import (DN, DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DYNAMIC,
                   ND, NZ, STATIC, ZN, AccPhase, AccToVecMode, AtomicType, CrossCoreSyncMode,
                   MemorySpace, PipeType, ReluPreMode, Scalar, STPhase, SyncAllMode,
@@ -40,4 +42,5 @@ __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluP
            'insert', 'le', 'load', 'load_tile', 'log', 'lt', 'make_tile', 'make_tile_group',
            'matmul', 'matmul_acc', 'max', 'maximum', 'min', 'minimum', 'move', 'mul', 'ne',
            'neg', 'or_', 'range', 'recip', 'relu', 'rsqrt', 'section_cube', 'section_vector',
-           'select', 'set_validshape', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system']
+           'select', 'set_validshape', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system',
+           'pipeline', 'PipelineConfig']

@@ -56,7 +56,9 @@ class ProKernel:
         if arch is not None and arch not in ARCHS:
             raise CompileError(f"@pl.jit arch={arch!r}: use a2, a3 or a5 (the 950)")
         if pipeline is not None:
-            raise CompileError("@pl.jit pipeline= (automatic pipelining) is not built yet")
+            from .pipeline import check_config
+            check_config(pipeline)
+        self.pipeline = pipeline        # pl.pipeline.PipelineConfig (pipeline.py) or None
         self.datatype = dtv.schema(datatype)
         self.options = {"auto_mutex": bool(auto_mutex), "arch": arch or "a2",
                         "name": self.name}
@@ -127,6 +129,7 @@ class ProKernel:
                         {"vector", "cube"} <= sections, bool(sections),
                         self.options["auto_mutex"])
         t.dtypes = dts
+        t.pipeline = self.pipeline
         args, scalars = self._trace_args(static, dts)
         t.scalar_dtypes = dict(scalars)
         helpers = {"__pl_branch": state.branch, "__pl_ifexp": state.ifexp,

@@ -681,3 +681,7 @@ _ELEMENTWISE = set(_O.ELEMENTWISE)
 KERNELS = {"tload": _tload, "tstore": _tstore, "tmov": _tmov, "tcvt": _tmov,
            "textract": _textract, "texpands": _texpands, "treduce": _treduce,
            "tmatmul": _tmatmul, "tinsert": _tinsert}
+
+from .pro_pipeline import KERNELS as _PIPELINE   # noqa: E402 -- L0C -> UB (pipeline.py)
+
+KERNELS.update(_PIPELINE)
