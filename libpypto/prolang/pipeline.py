@@ -65,7 +65,7 @@ import types
 from ..errors import CompileError
 from ..ir import expr as E
 from ..ir.core import make
-from ..ir.defs import dests, sources
+from ..ir.defs import OPS, dests
 from . import state
 from .dsl import AccToVecMode, Scalar, wrap
 from .tiles import _select
@@ -143,9 +143,17 @@ class _Capture:
         self.loc, self.calls = loc, []
 
 
-def _marks(t) -> tuple:
-    return t.pos, tuple(sorted((c, len(p.body), len(p.stack), len(p.stack[-1]))
-                               for c, p in t.programs.items()))
+def _marks(t) -> dict:
+    return {c: len(p.body) for c, p in t.programs.items()}
+
+
+def _stray(t, marks: dict, cap):
+    """The first op a section of the pipelined loop emitted outside a stage, if any."""
+    for c, p in sorted(t.programs.items()):
+        extra = p.body[marks.get(c, 0):]
+        if extra:
+            return extra[0].loc or cap.loc
+    return None
 
 
 def loop(t, start, stop, step):
@@ -163,10 +171,10 @@ def loop(t, start, stop, step):
         yield Scalar(E.sym(var))
     finally:
         t.pipe_capture = None
-    if _marks(t) != marks:
+    stray = _stray(t, marks, cap)
+    if stray is not None:
         raise CompileError("in a pipelined loop (@pl.jit(pipeline=...)) the sections only call "
-                           "@pl.pipeline.stage functions: move this work into a stage",
-                           cap.loc)
+                           "@pl.pipeline.stage functions: move this work into a stage", stray)
     if not cap.calls:
         raise CompileError("a pipelined loop calls no @pl.pipeline.stage function", cap.loc)
     _Replay(t, cap, var, (start, stop, step)).run()
@@ -246,11 +254,16 @@ class _Replay:
         finally:
             t.kernel = kernel
         touched = _ring_uses(region[n0:], {g.name: g for g in before})
+        adds: list = []
         for g, uses in sorted(touched.items(), key=lambda kv: kv[0].name):
-            self.guard(g, uses, c, region, n0, before[g])
+            adds += self.guard(g, uses, c, before[g])
+        # from the back, so the indices hold; at one place the sets end before the waits
+        for pos, kind, _, op in sorted(adds, key=lambda a: (-a[0], a[1] == "set", a[2])):
+            region.insert(n0 + pos, op)
 
-    def guard(self, g, uses, c, region, n0, j) -> None:
-        """The events of one ring around one stage call (uses: [(top index, pipe, role)])."""
+    def guard(self, g, uses, c, j) -> list:
+        """The events of one ring around one stage call (uses: [(top index, pipe, role)]),
+        as [(index in the call's ops, kind, ring name, op)]."""
         role = uses[0][2]            # the producer writes a fresh slot first
         self.check_ring(g, role, c)
         if E.sub(g.count, j) != 1:
@@ -264,8 +277,8 @@ class _Replay:
         else:
             wait_id = _select(E.mod(j, d), g.fwd_ids)
             set_id = _select(E.mod(E.add(j, self.credits), d), g.bwd_ids)
-        region.insert(n0 + last[0] + 1, _event("cross_set", last[1], set_id, c.loc))
-        region.insert(n0 + first[0], _event("cross_wait", first[1], wait_id, c.loc))
+        return [(last[0] + 1, "set", g.name, _event("cross_set", last[1], set_id, c.loc)),
+                (first[0], "wait", g.name, _event("cross_wait", first[1], wait_id, c.loc))]
 
     def check_ring(self, g, role, c) -> None:
         for ids, what in ((g.fwd_ids, "fwd_ids"), (g.bwd_ids, "bwd_ids")):
@@ -343,7 +356,8 @@ def _ring_uses(ops, rings: dict) -> dict:
         for op in top.walk():
             if not op.operands or "pipe" not in op.attrs or op.name in ("tile", "arg"):
                 continue
-            rs = sources(op)
+            ws = OPS[op.name].writes        # a read of the destination (insert) is no read
+            rs = [v for i, v in enumerate(op.operands) if i not in ws]
             for v in rs + [w for w in dests(op) if not any(v is w for v in rs)]:
                 name = v.owner.attrs.get("name", "") if v.owner is not None else ""
                 m = _SLOT.match(name)
