@@ -157,6 +157,8 @@ def _instr(op, names: dict, lines: list, depth: int, notes: LineNotes) -> None:
         if n == "texpands":
             extra = f"  ; value {a['value']}"
         text = f"{OPS[n].pto} {', '.join(ops)}{extra}"
+    elif n == "tmov_acc2vec":       # L0C -> the vector cores' UB (prolang/pipeline.py)
+        text = f"TMOV {', '.join(ops)}  ; AccToVecMode::{a['mode']}"
     elif n.startswith("t") and n[1:] in O.ELEMENTWISE:
         base = OPS[n].pto
         if "scalar" in a:

@@ -12,42 +12,45 @@ MODES = [pl.AccToVecMode.SingleModeVec0, pl.AccToVecMode.SingleModeVec1,
 SHAPES = [[32, 64], [32, 64], [16, 64], [32, 32]]      # each vector core's tile, per mode
 
 
-class MKey:
-    Mode = pl.TilingKeyField(bits=2, values=[0, 1, 2, 3])
-
-
 def sync(src, dst, ev=0):
     pl.system.sync_src(set_pipe=src, wait_pipe=dst, event_id=ev)
     pl.system.sync_dst(set_pipe=src, wait_pipe=dst, event_id=ev)
 
 
-@pl.jit(tiling_key=MKey)
-def acc2vec(a: pl.Tensor[[32, 64], F16], b: pl.Tensor[[64, 64], F16],
-            out: pl.Tensor[[64, 64], F32], rows: pl.DT_INT32, cols: pl.DT_INT32):
-    """Acc [32, 64] (valid rows x cols) -> the vector cores' UB in mode Mode; each vector
-    core stores its whole tile at out[subblock * R, 0] (what the move left out stays 0)."""
-    a1 = pl.make_tile(pl.TileType([32, 64], F16, pl.MemorySpace.Mat), addr=0)
-    b1 = pl.make_tile(pl.TileType([64, 64], F16, pl.MemorySpace.Mat), addr=0x1000)
-    a0 = pl.make_tile(pl.TileType([32, 64], F16, pl.MemorySpace.Left), addr=0)
-    b0 = pl.make_tile(pl.TileType([64, 64], F16, pl.MemorySpace.Right), addr=0)
-    acc = pl.make_tile(pl.TileType([32, 64], F32, pl.MemorySpace.Acc), addr=0)
-    shape = SHAPES[Mode]                                              # noqa: F821
-    dst = pl.make_tile(pl.TileType(shape, F32, pl.MemorySpace.Vec), addr=0x400)
-    with pl.section_cube():
-        pl.load(a1, a, [0, 0])
-        pl.load(b1, b, [0, 0])
-        sync(MTE2, MTE1)
-        pl.move(a0, a1)
-        pl.move(b0, b1)
-        sync(MTE1, MM)
-        pl.set_validshape(acc, [rows, cols])
-        pl.matmul(acc, a0, b0)
-        sync(MM, FIX)
-        pl.move(dst, acc, acc_to_vec_mode=MODES[Mode])               # noqa: F821
-        pl.system.set_cross_core(pipe=FIX, event_id=0)
-    with pl.section_vector():
-        pl.system.wait_cross_core(pipe=MTE3, event_id=0)
-        pl.store(out, dst, [pl.get_subblock_idx() * shape[0], 0])
+def _acc2vec(mode: int):
+    shape, how = SHAPES[mode], MODES[mode]
+
+    @pl.jit
+    def acc2vec(a: pl.Tensor[[32, 64], F16], b: pl.Tensor[[64, 64], F16],
+                out: pl.Tensor[[64, 64], F32], rows: pl.DT_INT32, cols: pl.DT_INT32):
+        """Acc [32, 64] (valid rows x cols) -> the vector cores' UB in mode `how`; each
+        vector core stores its whole tile at out[subblock * R, 0] (what the move left out
+        stays 0)."""
+        a1 = pl.make_tile(pl.TileType([32, 64], F16, pl.MemorySpace.Mat), addr=0)
+        b1 = pl.make_tile(pl.TileType([64, 64], F16, pl.MemorySpace.Mat), addr=0x1000)
+        a0 = pl.make_tile(pl.TileType([32, 64], F16, pl.MemorySpace.Left), addr=0)
+        b0 = pl.make_tile(pl.TileType([64, 64], F16, pl.MemorySpace.Right), addr=0)
+        acc = pl.make_tile(pl.TileType([32, 64], F32, pl.MemorySpace.Acc), addr=0)
+        dst = pl.make_tile(pl.TileType(shape, F32, pl.MemorySpace.Vec), addr=0x400)
+        with pl.section_cube():
+            pl.load(a1, a, [0, 0])
+            pl.load(b1, b, [0, 0])
+            sync(MTE2, MTE1)
+            pl.move(a0, a1)
+            pl.move(b0, b1)
+            sync(MTE1, MM)
+            pl.set_validshape(acc, [rows, cols])
+            pl.matmul(acc, a0, b0)
+            sync(MM, FIX)
+            pl.move(dst, acc, acc_to_vec_mode=how)
+            pl.system.set_cross_core(pipe=FIX, event_id=0)
+        with pl.section_vector():
+            pl.system.wait_cross_core(pipe=MTE3, event_id=0)
+            pl.store(out, dst, [pl.get_subblock_idx() * shape[0], 0])
+    return acc2vec
+
+
+ACC2VEC = [_acc2vec(m) for m in range(4)]
 
 
 @pl.pipeline.stage

@@ -252,8 +252,8 @@ def test_acc_to_vec_modes(mode, rows, cols):
     outs = []
     for backend in ("numpy", "c"):
         out = np.zeros((64, 64), np.float32)
-        K.acc2vec.backend = backend
-        K.acc2vec[None, 1, {"Mode": mode}](a, b, out, rows, cols)
+        K.ACC2VEC[mode].backend = backend
+        K.ACC2VEC[mode](a, b, out, rows, cols)
         outs.append(out)
     assert outs[0].tobytes() == outs[1].tobytes()
     np.testing.assert_allclose(outs[0], want, rtol=1e-5, atol=1e-4)
