@@ -3,9 +3,10 @@ pro_c._Prog: the cube core writes the Vec tile at the same UB offset of its clus
 vector cores (cl->co[1], cl->co[2]), split as libpypto.runtime.pro_pipeline.parts says."""
 from __future__ import annotations
 
+from .c_text import _ld, _st
+
 
 def i_tmov_acc2vec(self, op) -> None:
-    from .pro_c import _conv
     d, s = op.operands
     r, c = self.valid(op, s.type.shape)
     off = self.fresh("off")
@@ -29,3 +30,10 @@ def i_tmov_acc2vec(self, op) -> None:
         self.emit(f"for (int64_t {i} = 0; {i} < {r1} - {r0}; {i}++) for (int64_t {j} = 0; "
                   f"{j} < {c1} - {c0}; {j}++) {p}[{i} * {self.rs(d)} + {j}] = "
                   f"{_conv(d.type.dtype, s.type.dtype, src)};")
+
+
+def _conv(dst_dt, src_dt, x: str) -> str:
+    """pro_c's conversion of a loaded value (kept here: pro_c imports this module)."""
+    if dst_dt == src_dt:
+        return x
+    return _st(dst_dt, _ld(src_dt, x), "float" if src_dt.kind == "float" else "int")

@@ -31,6 +31,7 @@ from ..ir import expr as E
 from ..ir.core import Document, Loc, make
 from ..ir.types import DType, TensorType
 from . import datatype as dtv
+from . import pipeline as pipe
 from . import state
 from .dsl import STATIC, DYNAMIC, DTypeVar, Scalar, TensorSpec, TilingKeyField
 from .ops import TensorView
@@ -56,8 +57,7 @@ class ProKernel:
         if arch is not None and arch not in ARCHS:
             raise CompileError(f"@pl.jit arch={arch!r}: use a2, a3 or a5 (the 950)")
         if pipeline is not None:
-            from .pipeline import check_config
-            check_config(pipeline)
+            pipe.check_config(pipeline)
         self.pipeline = pipeline        # pl.pipeline.PipelineConfig (pipeline.py) or None
         self.datatype = dtv.schema(datatype)
         self.options = {"auto_mutex": bool(auto_mutex), "arch": arch or "a2",
@@ -130,6 +130,7 @@ class ProKernel:
                         self.options["auto_mutex"])
         t.dtypes = dts
         t.pipeline = self.pipeline
+        t.pipeline_loop, t.acc_to_vec = pipe.loop, pipe.acc_to_vec     # (state.py, ops.py)
         args, scalars = self._trace_args(static, dts)
         t.scalar_dtypes = dict(scalars)
         helpers = {"__pl_branch": state.branch, "__pl_ifexp": state.ifexp,

@@ -277,8 +277,8 @@ def move(dst, src, offset=None, acc_to_vec_mode=None, relu_pre_mode=None, scale=
     dst, src = _tile(t, dst, "move destination"), _tile(t, src, "move source")
     ds, ss = dst.type.space, src.type.space
     if acc_to_vec_mode is not None and relu_pre_mode is None and scale is None:
-        from .pipeline import acc_to_vec        # L0C -> the vector cores' UB (pipeline.py)
-        return acc_to_vec(t, dst, src, acc_to_vec_mode)
+        # L0C -> the vector cores' UB: pipeline.acc_to_vec (kernel.py hands it to the trace)
+        return t.acc_to_vec(t, dst, src, acc_to_vec_mode)
     if relu_pre_mode is not None or scale is not None:
         raise t.error("pl.move relu_pre_mode= / scale= belong to the Acc -> Vec move, which a "
                       "kernel cannot express on the host yet (an Acc tile lives in the cube "

@@ -206,8 +206,7 @@ def range_(start, stop=None, step=1):
     if isinstance(bounds[2], int) and bounds[2] <= 0:
         raise t.error(f"pl.range step must be positive, not {bounds[2]}")
     if t.section is None and getattr(t, "pipeline", None) is not None:
-        from .pipeline import loop          # a pipelined loop (pipeline.py)
-        return loop(t, *bounds)
+        return t.pipeline_loop(t, *bounds)  # a pipelined loop (pipeline.py, set by kernel.py)
     return _loop(t, *bounds)
 
 
