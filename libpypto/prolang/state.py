@@ -11,7 +11,9 @@ Tile group slots are chosen at run time: the number of `.next()` calls made so f
 expression (`count`) over the loop variables, kept in closed form: inside a loop it is
 `base + iteration * P + calls so far in this iteration`, P (the calls per iteration) being a
 placeholder symbol until the body is traced, then substituted. Branches that call `.next()`
-a different number of times merge with a select.
+a different number of times merge with a select. The counters are per core: a section's
+calls advance only its core's counter (enter_counts / exit_counts), calls outside the
+sections every core's.
 """
 from __future__ import annotations
 
