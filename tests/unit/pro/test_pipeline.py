@@ -277,3 +277,15 @@ def test_dropping_an_inserted_event_is_caught():
                 driver.run(doc, backend="numpy", block_dim=3, check=True)
         finally:
             region.insert(i, op)
+
+
+def test_the_example_with_a_preload_deeper_than_its_ring():
+    """The example's 2-slot ring with preload=3: 3 tiles would be in flight in 2 slots."""
+    k = load(PRO / "matmul_epilogue_pipelined.py").matmul_epilogue_pipelined
+    deep = pl.jit(pipeline=pl.PipelineConfig(preload=3))(k.fn)
+    with pytest.raises(CompileError, match=r"runs 3 iterations ahead, so 3 slots are in "
+                                           r"flight, but the group has 2"):
+        _trace(deep, {})
+    vec = _ops(_programs(_trace(pl.jit(pipeline=pl.PipelineConfig(preload=1))(k.fn),
+                                {}))["vector"])
+    assert vec[:2] == ["tload", "cross_set"] and vec[2][0] == "for"   # one credit, one ahead
