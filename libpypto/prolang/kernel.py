@@ -136,6 +136,7 @@ class ProKernel:
         helpers = {"__pl_branch": state.branch, "__pl_ifexp": state.ifexp,
                    "__pl_logic": state.logical}
         fn, t.source_file = rewrite(self.fn, self.file, helpers, {**key, **dts})
+        t.rewrite_env = (helpers, {**key, **dts})      # for pipeline stages (pipeline.py)
         state._STATE.append(t)
         try:
             fn(*args)

@@ -47,6 +47,8 @@ are recorded, then each core's program is generated:
   fewer than K slots is an error at trace time (raise its depth or lower preload). With
   K = D this is the reference's handshake (the consumer releases the slot it read).
 - `PipelineConfig(sync_only=True)` keeps the serial order and inserts only the events.
+- A stage's body gets the kernel body's rewrite (rewrite.py): `if` on a runtime scalar
+  (`if j == 0:`) records a branch, as in the reference's stages.
 Differences from the reference (an AST transform that also writes pipeline_generated.py):
 pypto transforms the trace; a ring needs both fwd_ids and bwd_ids (the reference also takes
 fwd_ids alone when the order is guaranteed otherwise); ring slots rotate by `.next()` only;
@@ -68,6 +70,7 @@ from ..ir.core import make
 from ..ir.defs import OPS, dests
 from . import state
 from .dsl import AccToVecMode, Scalar, wrap
+from .rewrite import rewrite
 from .tiles import _select
 
 __all__ = ["PipelineConfig", "stage"]
@@ -248,9 +251,10 @@ class _Replay:
         region, n0 = prog.stack[-1], len(prog.stack[-1])
         before = {g: g.count for g in t.groups if g.fwd_ids or g.bwd_ids}
         kernel = t.kernel
+        fn = self.rewritten(c.fn)
         t.kernel = _Named(kernel, c.fn.__name__)
         try:
-            c.fn(*_subst(c.args, env), **{k: _subst(v, env) for k, v in c.kwargs.items()})
+            fn(*_subst(c.args, env), **{k: _subst(v, env) for k, v in c.kwargs.items()})
         finally:
             t.kernel = kernel
         touched = _ring_uses(region[n0:], {g.name: g for g in before})
@@ -260,6 +264,15 @@ class _Replay:
         # from the back, so the indices hold; at one place the sets end before the waits
         for pos, kind, _, op in sorted(adds, key=lambda a: (-a[0], a[1] == "set", a[2])):
             region.insert(n0 + pos, op)
+
+    def rewritten(self, fn):
+        """The stage with the kernel body's AST rewrite (rewrite.py): `if` on a runtime
+        scalar records a branch, TilingKey fields are constants; once per stage."""
+        cache = self.t.__dict__.setdefault("stage_fns", {})
+        if fn not in cache:
+            helpers, consts = self.t.rewrite_env
+            cache[fn] = rewrite(fn, self.t.kernel.file, helpers, consts)[0]
+        return cache[fn]
 
     def guard(self, g, uses, c, j) -> list:
         """The events of one ring around one stage call (uses: [(top index, pipe, role)]),

@@ -95,3 +95,54 @@ def acc2vec_in_vector_section(out: pl.Tensor[[16, 64], F32]):
         pl.store(out, acc, [0, 0])
     with pl.section_vector():
         pl.move(x, acc, acc_to_vec_mode=pl.AccToVecMode.SingleModeVec0)
+
+
+@pl.pipeline.stage
+def mm_rows(t, a, a1, a0, b0, acc, ring):
+    pl.load(a1, a, [t * 32, 0])
+    sync(MTE2, MTE1)
+    pl.move(a0, a1)
+    sync(MTE1, MTE2, 1)
+    sync(MTE1, MM)
+    pl.matmul(acc, a0, b0)
+    sync(MM, MTE1, 1)
+    sync(MM, FIX)
+    pl.move(ring.next(), acc, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
+    sync(FIX, MM)
+
+
+@pl.pipeline.stage
+def relu_even_tiles(t, sub, out, ring):
+    x = ring.next()
+    if t % 2 == 0:                      # a runtime branch in a stage
+        pl.relu(x, x)
+    else:
+        pl.neg(x, x)
+    sync(V, MTE3)
+    pl.store(out, x, [t * 32 + sub * 16, 0])
+    sync(MTE3, V)
+
+
+@pl.jit(pipeline=pl.PipelineConfig(preload=2))
+def branchy(a: pl.Tensor[[192, 64], F16], b: pl.Tensor[[64, 64], F16],
+            out: pl.Tensor[[192, 64], F32]):
+    """out tile t = relu(a @ b) for even t, -(a @ b) for odd t (block_dim 2 or more)."""
+    a1 = pl.make_tile(pl.TileType([32, 64], F16, pl.MemorySpace.Mat), addr=0)
+    b1 = pl.make_tile(pl.TileType([64, 64], F16, pl.MemorySpace.Mat), addr=0x1000)
+    a0 = pl.make_tile(pl.TileType([32, 64], F16, pl.MemorySpace.Left), addr=0)
+    b0 = pl.make_tile(pl.TileType([64, 64], F16, pl.MemorySpace.Right), addr=0)
+    acc = pl.make_tile(pl.TileType([32, 64], F32, pl.MemorySpace.Acc), addr=0)
+    ring = pl.make_tile_group(type=pl.TileType([16, 64], F32, pl.MemorySpace.Vec), addrs=0,
+                              depth=2, fwd_ids=[0, 1], bwd_ids=[2, 3])
+    with pl.section_cube():
+        pl.load(b1, b, [0, 0])
+        sync(MTE2, MTE1)
+        pl.move(b0, b1)
+    with pl.section_vector():
+        sub = pl.get_subblock_idx()
+    c = pl.get_block_idx() // pl.get_subblock_num()
+    for t in pl.range(c, 6, pl.get_block_num()):
+        with pl.section_cube():
+            mm_rows(t, a, a1, a0, b0, acc, ring)
+        with pl.section_vector():
+            relu_even_tiles(t, sub, out, ring)

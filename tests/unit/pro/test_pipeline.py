@@ -289,3 +289,28 @@ def test_the_example_with_a_preload_deeper_than_its_ring():
     vec = _ops(_programs(_trace(pl.jit(pipeline=pl.PipelineConfig(preload=1))(k.fn),
                                 {}))["vector"])
     assert vec[:2] == ["tload", "cross_set"] and vec[2][0] == "for"   # one credit, one ahead
+
+
+@pytest.mark.needs_cc
+def test_a_runtime_branch_in_a_stage():
+    """Stages get the kernel body's rewrite: `if t % 2 == 0` records both arms; the ring's
+    events stay outside the branch: the wait before it on the pipe of the first access
+    (V, inside), the release after the slot's last read, the store (MTE3)."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((192, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 64)).astype(np.float16)
+    p = (a.astype(np.float32) @ b.astype(np.float32)).reshape(6, 32, 64)
+    want = np.where((np.arange(6) % 2 == 0)[:, None, None], np.maximum(p, 0), -p)
+    outs = []
+    for backend in ("numpy", "c"):
+        out = np.zeros((192, 64), np.float32)
+        K.branchy.backend = backend
+        K.branchy[2](a, b, out)
+        outs.append(out)
+    assert outs[0].tobytes() == outs[1].tobytes()
+    np.testing.assert_allclose(outs[0], want.reshape(192, 64), rtol=1e-5, atol=1e-4)
+    vec = _programs(_trace(K.branchy, {}))["vector"]
+    loop = next(op for op in vec if op.name == "for").regions[0]
+    body = [op for op in loop if op.name not in ("tile", "sync_set", "sync_wait")]
+    assert [op.name for op in body] == ["cross_wait", "if", "tstore", "cross_set"]
+    assert (body[0].attrs["pipe"], body[3].attrs["pipe"]) == ("V", "MTE3")  # first, last use
