@@ -417,3 +417,6 @@ def _conv(dst_dt, src_dt, x: str) -> str:
 
 
 pro_debug_c.install(_Prog)     # i_dbg_printf, i_dbg_assert, i_dbg_dump, i_dbg_trap
+from .pro_pipeline_c import i_tmov_acc2vec as _acc2vec   # noqa: E402 -- L0C -> UB
+
+_Prog.i_tmov_acc2vec = _acc2vec

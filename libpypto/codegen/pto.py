@@ -10,7 +10,8 @@ from ..ir import ops as O
 from ..ir.defs import OPS
 from .srclines import LineNotes, printable, source_map
 
-_MOVES = ("tmov", "tcvt", "treshape", "textract", "texpands")    # listed with their offsets
+_MOVES = ("tmov", "tcvt", "treshape", "textract", "texpands",
+          "tmov_acc2vec")    # listed with their offsets
 
 
 def _pro_instr(op, names: dict, lines: list, depth: int, notes) -> None:
@@ -111,6 +112,19 @@ def _fmt_box(offsets, valid) -> str:
         ", ".join(E.to_str(v) for v in valid) + "]"
 
 
+def _move_note(n: str, a: dict) -> str:
+    """A move's offsets, transposition, fill value or L0C -> UB mode, as a comment."""
+    extra = f"  ; offsets [{', '.join(E.to_str(o) for o in a['offsets'])}]" \
+        if "offsets" in a else ""
+    if a.get("trans"):
+        extra += ", transposed"
+    if n == "texpands":
+        extra = f"  ; value {a['value']}"
+    if n == "tmov_acc2vec":         # L0C -> the vector cores' UB (prolang/pipeline.py)
+        extra = f"  ; AccToVecMode::{a['mode']}"
+    return extra
+
+
 def _instr(op, names: dict, lines: list, depth: int, notes: LineNotes) -> None:
     ind = "  " * depth
     n, a = op.name, op.attrs
@@ -150,13 +164,7 @@ def _instr(op, names: dict, lines: list, depth: int, notes: LineNotes) -> None:
         text = f"{mnem} {', '.join(ops)}  ; fresh when {E.to_str(a['init'])}, " \
                f"k valid {E.to_str(a['k_valid'])}"
     elif n in _MOVES:
-        extra = f"  ; offsets [{', '.join(E.to_str(o) for o in a['offsets'])}]" \
-            if "offsets" in a else ""
-        if a.get("trans"):
-            extra += ", transposed"
-        if n == "texpands":
-            extra = f"  ; value {a['value']}"
-        text = f"{OPS[n].pto} {', '.join(ops)}{extra}"
+        text = f"{OPS[n].pto} {', '.join(ops)}{_move_note(n, a)}"
     elif n.startswith("t") and n[1:] in O.ELEMENTWISE:
         base = OPS[n].pto
         if "scalar" in a:

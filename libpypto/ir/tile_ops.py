@@ -288,6 +288,11 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
     _i("tstore", (TL, GM), {**BOX, **FIXPIPE, "atomic": opt(Str("add"))}, v_copy_gm,
        _pipe_tstore, "TSTORE", writes=()),
     _i("tmov", (TL, TL), dict(PRO_VALID), v_same_size, _pipe_tmov, "TMOV", numpy="tcopy"),
+    # Pro mode (prolang/pipeline.py): L0C -> the UB of one or both vector cores of the
+    # cluster on FIX (A5's direct path; valid: the Acc region moved, split by `mode`)
+    _i("tmov_acc2vec", (TL, TL), {"mode": attr(Str("SingleModeVec0", "SingleModeVec1",
+                                                   "DualModeSplitM", "DualModeSplitN")),
+                                  **PRO_VALID}, None, "FIX", "TMOV", numpy="tcopy", c="i_tmov"),
     _i("tcvt", (TL, TL), {"mode": opt(Str("rint", "round", "floor", "ceil", "trunc", "odd")),
                           "sat": opt(Bool()), **PRO_VALID}, v_same_size, _pipe_vector, "TCVT"),
     _i("treshape", (TL, TL), {}, v_same_size, _pipe_vector, "TRESHAPE", numpy="tcopy"),

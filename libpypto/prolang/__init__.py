@@ -3,13 +3,17 @@ re-exports them with `pl.jit`). Tracing only: nothing here runs a kernel.
 
 See dsl.py (types, enums, scalars), state.py (sections, block index, pl.range, branches),
 rewrite.py (the AST step), tiles.py (make_tile, make_tile_group, the buffer plan checks),
-ops.py (instructions), simt.py (pl.simt: SIMT thread blocks), system.py (pl.system synchronisation), datatype.py
-(@pl.jit(datatype=)), kernel.py (signature, trace, the block-level document).
+ops.py (instructions), simt.py (pl.simt: SIMT thread blocks), system.py (pl.system
+synchronisation), datatype.py (@pl.jit(datatype=)), kernel.py (signature, trace, the
+block-level document), pipeline.py (pl.pipeline: automatic cube/vector pipelining, the
+L0C -> UB move), debug.py (printf, pto_assert, dump_data, trap), sugar.py (const, struct,
+make_tuple, Array).
 """
 from __future__ import annotations
 
-from . import simt, system
+from . import pipeline, simt, system
 from .debug import dump_data, printf, pto_assert, trap
+from .pipeline import PipelineConfig
 from .sugar import Array, const, make_tuple, struct, struct_array
 from .dsl import (DN, DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DYNAMIC,
                   ND, NZ, STATIC, ZN, AccPhase, AccToVecMode, AtomicType, CrossCoreSyncMode,
@@ -43,6 +47,7 @@ __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluP
            'insert', 'le', 'load', 'load_tile', 'log', 'lt', 'make_tile', 'make_tile_group',
            'matmul', 'matmul_acc', 'max', 'maximum', 'min', 'minimum', 'move', 'mul', 'ne',
            'neg', 'or_', 'range', 'recip', 'relu', 'rsqrt', 'section_cube', 'section_vector',
-           'select', 'set_validshape', 'simt', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system']
+           'select', 'set_validshape', 'simt', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system',
+           'pipeline', 'PipelineConfig']
 __all__ += ['dump_data', 'printf', 'pto_assert', 'trap']   # debug.py
 __all__ += ['Array', 'const', 'make_tuple', 'struct', 'struct_array']   # sugar.py

@@ -101,8 +101,8 @@ class AtomicType(enum.Enum):
 
 
 class AccToVecMode(enum.Enum):
-    """acc_to_vec_mode= of pl.move Acc -> Vec (A5's direct AIC -> AIV path; refused on the
-    host, see ops.move)."""
+    """acc_to_vec_mode= of pl.move Acc -> Vec (A5's direct AIC -> AIV path: the cube writes
+    its vector cores' UB; pipeline.acc_to_vec)."""
     SingleModeVec0 = "SingleModeVec0"
     SingleModeVec1 = "SingleModeVec1"
     DualModeSplitM = "DualModeSplitM"

@@ -32,6 +32,7 @@ from ..ir.core import Document, Loc, make
 from ..ir.simt_ops import written as simt_written
 from ..ir.types import DType, TensorType
 from . import datatype as dtv
+from . import pipeline as pipe
 from . import state
 from .dsl import STATIC, DYNAMIC, DTypeVar, Scalar, TensorSpec, TilingKeyField
 from .ops import TensorView
@@ -58,7 +59,8 @@ class ProKernel:
         if arch is not None and arch not in ARCHS:
             raise CompileError(f"@pl.jit arch={arch!r}: use a2, a3 or a5 (the 950)")
         if pipeline is not None:
-            raise CompileError("@pl.jit pipeline= (automatic pipelining) is not built yet")
+            pipe.check_config(pipeline)
+        self.pipeline = pipeline        # pl.pipeline.PipelineConfig (pipeline.py) or None
         self.datatype = dtv.schema(datatype)
         self.options = {"auto_mutex": bool(auto_mutex), "arch": arch or "a2",
                         "name": self.name}
@@ -129,11 +131,14 @@ class ProKernel:
                         {"vector", "cube"} <= sections, bool(sections),
                         self.options["auto_mutex"])
         t.dtypes = dts
+        t.pipeline = self.pipeline
+        t.pipeline_loop, t.acc_to_vec = pipe.loop, pipe.acc_to_vec     # (state.py, ops.py)
         args, scalars = self._trace_args(static, dts)
         t.scalar_dtypes = dict(scalars)
         helpers = {"__pl_branch": state.branch, "__pl_ifexp": state.ifexp,
                    "__pl_logic": state.logical}
         fn, t.source_file = rewrite(self.fn, self.file, helpers, {**key, **dts})
+        t.rewrite_env = (helpers, {**key, **dts})      # for pipeline stages (pipeline.py)
         state._STATE.append(t)
         try:
             fn(*args)

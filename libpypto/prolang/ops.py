@@ -85,6 +85,8 @@ def _section_of(t, tiles, name: str = "") -> None:
     for i, x in enumerate(tiles):
         if name == "tinsert" and i == 0 and x.type.space == "l1" and t.mixed:
             continue        # UB -> L1 insert: the vector cores write the cluster's L1
+        if name == "tmov_acc2vec" and i == 0:
+            continue        # L0C -> UB: the cube writes its vector cores' UB (pipeline.py)
         if core == "vector" and x.type.space != "ub":
             raise t.error(f"tile {x.name} is in {SPACE_NAME[x.type.space]} (cube memory): "
                           f"use it inside pl.section_cube()")
@@ -268,17 +270,15 @@ def move(dst, src, offset=None, acc_to_vec_mode=None, relu_pre_mode=None, scale=
     bias dtype), Acc -> Vec (FIX), Mat -> Vec and Vec -> Vec (V, a layout change such as
     ND -> NZ), Vec -> Mat (MTE3, as an insert at [0, 0]). A source that is a sub-block of the
     destination (no larger in each dim, smaller in one) with offset= is inserted at offset,
-    as pl.insert. Refused with an error naming them: acc_to_vec_mode= (A5's direct AIC ->
-    AIV split) and relu_pre_mode= / scale= (the Acc -> Vec fixpipe options: an Acc -> Vec
-    move cannot be written yet, since Acc tiles belong to the cube section and Vec tiles to
-    the vector section; pl.store has them)."""
+    as pl.insert. acc_to_vec_mode= (in the cube section) writes the Acc tile straight into
+    the UB of the cluster's vector cores (pipeline.acc_to_vec). Refused with an error naming
+    them: relu_pre_mode= / scale= (the Acc -> Vec fixpipe options; pl.store has them)."""
     t = current()
     dst, src = _tile(t, dst, "move destination"), _tile(t, src, "move source")
     ds, ss = dst.type.space, src.type.space
-    if acc_to_vec_mode is not None:
-        raise t.error("pl.move acc_to_vec_mode= (A5's direct Acc -> Vec split between the two "
-                      "vector cores) is not built: move Acc -> Vec on the cube core, or store "
-                      "through GM and hand over with set_cross_core")
+    if acc_to_vec_mode is not None and relu_pre_mode is None and scale is None:
+        # L0C -> the vector cores' UB: pipeline.acc_to_vec (kernel.py hands it to the trace)
+        return t.acc_to_vec(t, dst, src, acc_to_vec_mode)
     if relu_pre_mode is not None or scale is not None:
         raise t.error("pl.move relu_pre_mode= / scale= belong to the Acc -> Vec move, which a "
                       "kernel cannot express on the host yet (an Acc tile lives in the cube "

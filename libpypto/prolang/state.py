@@ -11,7 +11,9 @@ Tile group slots are chosen at run time: the number of `.next()` calls made so f
 expression (`count`) over the loop variables, kept in closed form: inside a loop it is
 `base + iteration * P + calls so far in this iteration`, P (the calls per iteration) being a
 placeholder symbol until the body is traced, then substituted. Branches that call `.next()`
-a different number of times merge with a select.
+a different number of times merge with a select. The counters are per core: a section's
+calls advance only its core's counter (enter_counts / exit_counts), calls outside the
+sections every core's.
 """
 from __future__ import annotations
 
@@ -117,10 +119,32 @@ def _section(core: str):
     if t.section is not None:
         raise t.error("sections do not nest")
     t.section = core
+    shared = enter_counts(t, core)
     try:
         yield
     finally:
         t.section = None
+        exit_counts(t, core, shared)
+
+
+def enter_counts(t, core: str) -> dict:
+    """Tile group slot counters are per core: a section's .next() calls advance its own core's
+    counter (the other core never runs that code), calls outside the sections every core's.
+    Entering a section adds the core's own calls so far; returns the shared counts."""
+    shared = {g: g.count for g in t.groups}
+    own = getattr(t, "core_counts", {})
+    for g in t.groups:
+        if (core, g) in own:
+            g.count = E.add(g.count, own[(core, g)])
+    return shared
+
+
+def exit_counts(t, core: str, shared: dict) -> None:
+    own = t.__dict__.setdefault("core_counts", {})
+    for g in t.groups:
+        base = shared.get(g, 0)
+        own[(core, g)] = E.sub(g.count, base)
+        g.count = base
 
 
 def section_vector():
@@ -158,12 +182,16 @@ def get_block_num():
 def get_subblock_idx():
     """0 or 1 on the two vector cores of a mixed kernel's cluster, else 0."""
     t = current()
+    if t.section is None and getattr(t, "pipeline", None) is not None:
+        return Scalar(E.sym("pipe_sbi"))    # per core in a pipelined loop (pipeline.py)
     return Scalar(E.mod(E.sym("g0"), 2)) if t.mixed and _core(t) == "vector" else 0
 
 
 def get_subblock_num():
     """2 on a vector core of a mixed kernel, else 1."""
     t = current()
+    if t.section is None and getattr(t, "pipeline", None) is not None:
+        return Scalar(E.sym("pipe_sbn"))    # per core in a pipelined loop (pipeline.py)
     return 2 if t.mixed and _core(t) == "vector" else 1
 
 
@@ -183,6 +211,8 @@ def range_(start, stop=None, step=1):
                       f"{step!r}")
     if isinstance(bounds[2], int) and bounds[2] <= 0:
         raise t.error(f"pl.range step must be positive, not {bounds[2]}")
+    if t.section is None and getattr(t, "pipeline", None) is not None:
+        return t.pipeline_loop(t, *bounds)  # a pipelined loop (pipeline.py, set by kernel.py)
     return _loop(t, *bounds)
 
 

@@ -13,7 +13,9 @@ list of N addresses); `.next()` advances the group's slot counter (a runtime val
 state.py), `.current()` is the slot of the last `.next()` (slot 0 before any), `.previous()`
 the one before it, `g[i]` slot i. With `mutex_ids` (one id, or a list of ids, per slot) and
 `@pl.jit(auto_mutex=True)` every instruction on a slot is wrapped in mutex_lock /
-mutex_unlock of the slot's id on the instruction's pipe (ops.py).
+mutex_unlock of the slot's id on the instruction's pipe (ops.py). With `fwd_ids` and
+`bwd_ids` a group is a ring between a cube and a vector stage of a pipelined loop
+(pipeline.py); elsewhere they are ignored. Slot counters are per core (state.py).
 
 Subviews: `tile[r0:r1, c0:c1]` (subview below) is a tile over the parent's bytes with the
 parent's row stride; it counts as the parent for the live-range overlap check and auto_mutex.

@@ -696,3 +696,7 @@ from . import pro_simt as _pro_simt   # noqa: E402 -- pl.simt launches (runtime/
 KERNELS.update(_pro_simt.kernels(ProRunError, _tile_name))
 from . import pro_debug as _pro_debug   # noqa: E402 -- printf, pto_assert, dump_data, trap
 KERNELS.update(_pro_debug.KERNELS)
+
+from .pro_pipeline import KERNELS as _PIPELINE   # noqa: E402 -- L0C -> UB (pipeline.py)
+
+KERNELS.update(_PIPELINE)

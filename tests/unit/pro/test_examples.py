@@ -133,11 +133,13 @@ SYNC = re.compile(r"^\s+(sync\(|cross_set\(|cross_wait\(|pl\.system\.(sync_src|s
 
 
 def _sync_lines(src: list) -> list:
-    """Line numbers of the sync calls in kernel bodies (not in the helpers they call)."""
+    """Line numbers of the sync calls in kernel bodies and pipeline stages (not in the
+    helpers they call). The events pl.pipeline inserts have no line to drop: test_pipeline
+    drops each of them from the traced document instead."""
     out, in_helper = [], False
     for i, line in enumerate(src):
         if line.startswith("def "):
-            in_helper = not src[i - 1].startswith("@pl.jit")
+            in_helper = not src[i - 1].startswith(("@pl.jit", "@pl.pipeline.stage"))
         if SYNC.match(line) and not in_helper:
             out.append(i)
     return out
