@@ -37,6 +37,7 @@ from ..ir.pro_ops import grid_wide
 from ..ir.types import TileType
 from .c import prelude
 from .c_text import _flit, _ld, _reduce_ops, _st, _subst_ab, c_comment
+from .pro_vf_c import VfC
 
 SPACES = ("ub", "l1", "l0a", "l0b", "l0c", "bias")   # pro_rt.h PP_NSPACES
 _MODE = {"INTRA_BLOCK": 0, "INTER_SUBBLOCK": 1, "UNICAST_BLOCK": 2}   # pro_rt.h
@@ -84,7 +85,7 @@ def _render(doc) -> tuple[str, list]:
     return "\n\n".join(parts) + "\n", errs
 
 
-class _Prog:
+class _Prog(VfC):                 # VfC: the Reg instructions (pro_vf_c.py)
     def __init__(self, prog, index: int, floats: set, errs: list, mixed: bool = False):
         self.p, self.index, self.floats, self.errs = prog, index, floats, errs
         self.mixed = mixed

@@ -3,7 +3,8 @@ re-exports them with `pl.jit`). Tracing only: nothing here runs a kernel.
 
 See dsl.py (types, enums, scalars), state.py (sections, block index, pl.range, branches),
 rewrite.py (the AST step), tiles.py (make_tile, make_tile_group, the buffer plan checks),
-ops.py (instructions), system.py (pl.system synchronisation), datatype.py
+ops.py (instructions), system.py (pl.system synchronisation), vf.py and vf_api.py (Reg
+computation: @pl.vector_function, pl.Vf), datatype.py
 (@pl.jit(datatype=)), kernel.py (signature, trace, the block-level document).
 """
 from __future__ import annotations
@@ -25,9 +26,14 @@ from .state import (get_block_idx, get_block_num, get_subblock_idx, get_subblock
                     section_cube, section_vector)
 from .state import range_ as range
 from .tiles import make_tile, make_tile_group, set_validshape
+from .vf import ENUMS as _VF_ENUMS
+from .vf_api import REG_NAMES as _REG_NAMES
 
 for _d in _DTYPES.values():
     globals()[_d.api] = _d
+globals().update(_VF_ENUMS)          # Reg computation (vf.py, vf_api.py): pl.MaskPattern, ...
+globals().update(_REG_NAMES)         # pl.Vf (also pl.vf), pl.vector_function, RegTensor, MaskReg
+vf = _REG_NAMES["Vf"]
 
 __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluPreMode',
            'DN', 'DT_BF16', 'DT_BOOL', 'DT_FP16', 'DT_FP32',
@@ -41,3 +47,4 @@ __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluP
            'matmul', 'matmul_acc', 'max', 'maximum', 'min', 'minimum', 'move', 'mul', 'ne',
            'neg', 'or_', 'range', 'recip', 'relu', 'rsqrt', 'section_cube', 'section_vector',
            'select', 'set_validshape', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system']
+__all__ += sorted(_VF_ENUMS) + sorted(_REG_NAMES) + ['vf']

@@ -160,15 +160,16 @@ def _thunk(expr):
     return ast.copy_location(lam, expr)
 
 
-def rewrite(fn, file: str, helpers: dict, extra_globals: dict):
+def rewrite(fn, file: str, helpers: dict, extra_globals: dict, rewriter=None):
     """fn's body rewritten (see the module docstring), as a new function over the same
-    globals (plus extra_globals: the TilingKey fields) and closure values."""
+    globals (plus extra_globals: the TilingKey fields) and closure values. rewriter: a
+    _Rewriter subclass (a vector function's, vf_api.py), default _Rewriter."""
     try:
         lines, first = inspect.getsourcelines(fn)
         source_file = inspect.getsourcefile(fn) or fn.__code__.co_filename
     except (OSError, TypeError):
-        raise CompileError(f"cannot read the source of kernel {fn.__name__} (a Pro kernel "
-                           f"must be defined in a file)") from None
+        raise CompileError(f"cannot read the source of {fn.__name__} (a Pro kernel or vector "
+                           f"function must be defined in a file)") from None
     tree = ast.parse(textwrap.dedent("".join(lines)))
     ast.increment_lineno(tree, first - 1)
     fdef = tree.body[0]
@@ -176,7 +177,7 @@ def rewrite(fn, file: str, helpers: dict, extra_globals: dict):
         raise CompileError(f"kernel {fn.__name__} must be a plain def")
     fdef.decorator_list = []
     fdef.args = _strip_annotations(fdef.args)
-    _Rewriter(file).visit(fdef)
+    (rewriter or _Rewriter)(file).visit(fdef)
     free = list(fn.__code__.co_freevars)
     outer = ast.FunctionDef("__pl_outer", ast.arguments([], [ast.arg(n) for n in free], None,
                                                         [], [], None, []),
