@@ -28,8 +28,8 @@ AscendC instruction each stands for:
     v<unary>  R, R, M {merge}        abs neg exp ln sqrt relu not
     v<binary> R, R, R, M {merge}     add sub mul div max min and or xor absdif expsub
     v<s>   R, R, M   {scalar, merge} adds subs muls maxs mins lrelu (a number or scalar)
-    vaxpy  R, R, M   {scalar}        axpy: dst + src * scalar (reads its destination)
-    vmula  R, R, R, M                mul_add_dst: dst + src0 * src1 (reads its destination)
+    vaxpy  R, R, M   {scalar, merge} axpy: dst + src * scalar (reads its destination)
+    vmula  R, R, R, M {merge}        mul_add_dst: dst + src0 * src1 (reads its destination)
     vcmp   M, R, R, M {cmp}          compare into a mask (eq ne lt le gt ge)
     vcmps  M, R, M   {cmp, scalar}   compare with a scalar
     vsel   R, R, R, M                select(src_true, src_false, mask)
@@ -97,8 +97,8 @@ DEFS = [
     *[_i("v" + n, (R, R, R, R), dict(MERGE), "V" + n.upper()) for n in BINARY],
     *[_i("v" + n, (R, R, R), {"scalar": attr(Ex(num=True)), **MERGE}, "V" + n.upper())
       for n in SCALAR],
-    _i("vaxpy", (R, R, R), {"scalar": attr(Ex(num=True))}, "VAXPY", reads_dest=(0,)),
-    _i("vmula", (R, R, R, R), {}, "VMULA", reads_dest=(0,)),
+    _i("vaxpy", (R, R, R), {"scalar": attr(Ex(num=True)), **MERGE}, "VAXPY", reads_dest=(0,)),
+    _i("vmula", (R, R, R, R), dict(MERGE), "VMULA", reads_dest=(0,)),
     _i("vcmp", (R, R, R, R), {"cmp": attr(Str(*CMPS))}, "VCMP"),
     _i("vcmps", (R, R, R), {"cmp": attr(Str(*CMPS)), "scalar": attr(Ex(num=True))}, "VCMPS"),
     _i("vsel", (R, R, R, R), {}, "VSEL"),

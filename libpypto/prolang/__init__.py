@@ -47,4 +47,5 @@ __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluP
            'matmul', 'matmul_acc', 'max', 'maximum', 'min', 'minimum', 'move', 'mul', 'ne',
            'neg', 'or_', 'range', 'recip', 'relu', 'rsqrt', 'section_cube', 'section_vector',
            'select', 'set_validshape', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system']
-__all__ += sorted(_VF_ENUMS) + sorted(_REG_NAMES) + ['vf', 'DT_UINT16', 'DT_UINT32', 'DT_UINT64']
+__all__ += sorted(_VF_ENUMS) + sorted(_REG_NAMES) + ['vf', 'DT_UINT16', 'DT_UINT32',
+                                                     'DT_UINT64']

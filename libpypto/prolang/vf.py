@@ -71,19 +71,25 @@ Choices (written down; the reference is the authority where it speaks):
   write on the host and records nothing; mem_bar records nothing either (one core's Reg
   instructions run in program order).
 
-The reference's VF API (_vf_api.py, 86 names) on the host. Built: create_mask, update_mask,
-full (scalar and lane broadcast), load_align, store_align (register source), load_unalign_init,
-load_unalign_pre, load_unalign, unalign_reg_for_store, store_unalign, store_unalign_post,
-mem_bar, max, min, add, sub, mul, div, and_, or_, xor, abs_sub, exp_sub (fp32), muls, adds,
-subs, maxs, mins, leaky_relu, axpy, mul_add_dst, abs, neg, exp, ln, log, sqrt, relu, not_,
-eq, ne, lt, le, gt, ge, select, reduce_sum, reduce_max, reduce_min (datablock=False),
-astype (widths 1:1 and 2:1), bit_cast, move (unmasked). Not built (an error names them):
-store_align of a MaskReg and its dist= / data_copy_mode= / post_update= forms, load_align
-dist= / data_copy_mode= / post_update= and AddrReg offsets, create_addr_reg, load, store,
-de_interleave, interleave, pack, unpack, unsqueeze, squeeze, histograms, shift_left,
-shift_right, arange, gather, scatter, clear_spr, get_mask_spr, get_spr,
-mask_gen_with_reg_tensor, pair_reduce_sum, mull, addc, subc, prelu, mul_dst_add, muls_cast,
-log2, log10, truncate, reduce_* with datablock=True, exp_sub on fp16, FP8 / FP4 dtypes.
+The reference's VF API (_vf_api.py: 80 names; get_spr of its docs too), for the README's
+parity table:
+- built (52): create_mask, update_mask, full (scalar and lane broadcast), load_align,
+  store_align (a register source), load_unalign_init, load_unalign_pre, load_unalign,
+  unalign_reg_for_store, store_unalign, store_unalign_post, mem_bar, max, min, add, sub,
+  mul, div, and_, or_, xor, abs_sub, exp_sub (fp32), muls, adds, subs, maxs, mins,
+  leaky_relu, axpy, mul_add_dst, abs, neg, exp, ln, log, sqrt, relu, not_, eq, ne, lt, le,
+  gt, ge, select, reduce_sum, reduce_max, reduce_min, astype, bit_cast, move.
+- not built (28, plus get_spr; calling one is an error naming it): create_addr_reg, load,
+  store, de_interleave, interleave, pack, unpack, unsqueeze, squeeze, histograms,
+  shift_left, shift_right, arange, gather, scatter, clear_spr, get_mask_spr,
+  mask_gen_with_reg_tensor, pair_reduce_sum, mull, addc, subc, prelu, mul_dst_add,
+  muls_cast, log2, log10, truncate.
+- built in part (the rest is an error): load_align without dist= / data_copy_mode= /
+  post_update= / AddrReg offsets; store_align of a register only (a MaskReg source and
+  dist= / data_copy_mode= / post_update= are not built); reduce_* with datablock=False;
+  exp_sub on fp32 only; astype of widths 1:1 and 2:1 (not FP8 / FP4, which pypto has no
+  dtypes for) with CastLayout ZERO / ONE; move without a mask; MergeMode.MERGING where the
+  reference offers it except astype and the reductions (ZEROING only, as the reference).
 """
 from __future__ import annotations
 
@@ -233,7 +239,7 @@ def _loc(t) -> Loc | None:
         if f.f_code.co_filename in files:
             return Loc(os.path.basename(f.f_code.co_filename), f.f_lineno)
         f = f.f_back
-    return t.loc()
+    return None
 
 
 def _declare(t, kind: str, dtype, lanes: int, var: str | None = None) -> tuple:

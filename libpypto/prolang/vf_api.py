@@ -15,7 +15,7 @@ from .tiles import Tile
 from .vf import (_FRAMES, CastLayout, DuplicatePos, MaskPattern, MaskReg, MergeMode,
                  RegTensor, TilePtr,
                  UnalignReg, VFRoundMode, _dtype, _float_only, _Frame, _instr, _int_only,
-                 _mask, _merge, _new, _offset_expr, _ptr, _reg, _refuse, _same,
+                 _loc, _mask, _merge, _new, _offset_expr, _ptr, _reg, _refuse, _same,
                  _scalar, _static_check, bind, lanes_of)
 from ..ir import expr as E
 from ..ir.types import REG_BYTES
@@ -83,10 +83,12 @@ class VectorFunction:
             self._code = rewrite(self.fn, t.kernel.file, helpers, {}, _VfRewriter)
         fn, src = self._code
         _FRAMES.append(_Frame(self.name, src))
+        hook, t.loc_hook = t.loc_hook, lambda: _loc(t)     # loops and locks: the body's lines
         try:
             fn(*args, **kwargs)
         finally:
             _FRAMES.pop()
+            t.loc_hook = hook
 
     def __repr__(self) -> str:
         return f"vector_function({self.name})"
@@ -442,7 +444,6 @@ class Vf:
         _mask(t, mask, "vf.axpy mask", src.lanes)
         _float_only(t, "vf.axpy", src)
         attrs = {"scalar": _scalar(t, scalar, src, "vf.axpy"), **_merge(t, mode)}
-        attrs.pop("merge", None)
         return _new(t, RegTensor, src.dtype, src.lanes, "vaxpy", [src, mask], attrs)
 
     @staticmethod
@@ -454,11 +455,12 @@ class Vf:
         _same(t, "vf.mul_add_dst", a, b)
         _mask(t, mask, "vf.mul_add_dst mask", a.lanes)
         _float_only(t, "vf.mul_add_dst", a)
-        return _new(t, RegTensor, a.dtype, a.lanes, "vmula", [a, b, mask], {})
+        return _new(t, RegTensor, a.dtype, a.lanes, "vmula", [a, b, mask], _merge(t, mode))
 
     @staticmethod
     def select(src_true, src_false, mask, mode=None):
-        """dst = vf.select(src_true, src_false, mask): src_true on the mask, else src_false."""
+        """dst = vf.select(src_true, src_false, mask): src_true on the mask, else src_false
+        (every lane is written: mode= changes nothing)."""
         t = current()
         a, b = _reg(t, src_true, "vf.select src_true"), _reg(t, src_false,
                                                               "vf.select src_false")

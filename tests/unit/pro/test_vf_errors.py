@@ -103,7 +103,8 @@ def test_errors_when_traced(tmp_path, vf_body, msg):
 
 
 def test_a_vector_function_outside_a_vector_section(tmp_path):
-    cube = KERNEL.replace("    body(a, b, n)\n", "") + "with pl.section_cube():\n    body(a, b, n)\n"
+    cube = KERNEL.replace("    body(a, b, n)\n", "")
+    cube += "with pl.section_cube():\n    body(a, b, n)\n"
     with pytest.raises(CompileError, match="runs on a vector core: call it inside "
                                            "pl.section_vector"):
         launch(kernel(tmp_path, body=cube))
