@@ -115,7 +115,7 @@ class _Prog(VfC):                 # VfC: the Reg instructions (pro_vf_c.py)
     def render(self) -> str:
         p = self.p
         head = [c_comment(f"p{self.index}: {p.attrs['core']}"),
-                f"static void p{self.index}(pp_cl *cl, pp_co *co, void *const *T, "
+                f"static void {self.vf_attrs()}p{self.index}(pp_cl *cl, pp_co *co, void *const *T, "
                 f"const int64_t *S, const double *F) {{",
                 "    const int64_t g0 = co->g0; (void)cl; (void)F; (void)S;"]
         for i, s in enumerate(p.attrs["scalars"]):

@@ -5,7 +5,8 @@ fp16/bf16 lanes as uint16_t bits, a mask as uint8_t lanes), zeroed where it is d
 (the program's first ops). Each instruction is one loop over the lanes with a fixed trip
 count, which gcc vectorises; instructions that read other lanes than the one they write
 (broadcast, reductions, casts of another width) go through a temporary. The formulas are
-the Pro runner's (runtime/pro_vf.py), written so that both round the same way: float lanes
+the Pro runner's (runtime/pro_vf.py), written so that both round the same way (and the
+program is compiled with fp-contract=off, vf_attrs): float lanes
 compute in float and round to the register's dtype; exp, ln and exp_sub in double, rounded
 once to float; axpy and mul_add_dst in double (the product of two floats is exact there, so
 a contraction into fma changes nothing); reduce_sum's binary tree. Loads and stores check
@@ -14,6 +15,7 @@ the instruction's line otherwise.
 """
 from __future__ import annotations
 
+from ..ir.reg_ops import REG_OPS
 from ..ir.types import REG_BYTES
 from .c_text import _ld, _st
 
@@ -43,6 +45,15 @@ def _kind(dt) -> str:
 
 class VfC:
     """The i_<name> methods of the Reg instructions (mixed into pro_c._Prog)."""
+
+    def vf_attrs(self) -> str:
+        """A program with Reg instructions is compiled without floating-point contraction:
+        gcc would otherwise fuse one instruction's product into the next one's sum (an fma,
+        rounded once) once both lane loops are vectorised and the register between them is
+        forwarded, and the Pro runner rounds every instruction."""
+        if any(op.name in REG_OPS for top in self.p.regions[0] for op in top.walk()):
+            return '__attribute__((optimize("fp-contract=off"))) '
+        return ""
 
     def reg(self, v) -> str:
         return self.names[v]

@@ -393,3 +393,41 @@ def test_reinterpreting_load_and_bit_cast():
     got = run(_bits, F32, a, a, odt=pl.DT_UINT32)
     assert np.array_equal(got[0], a[0].view(np.uint32) & 0x7FFFFFFF)
     assert np.array_equal(got[1], (-a[0]).view(np.uint32))
+
+
+@pl.vector_function
+def _norm_rows(ta, tb, to):
+    """y = (x - mean) / sqrt(var + eps) * x1 + x2 per row, rows 1.. of ta as x, row 0 of tb
+    as the scale and row 1 as the shift: a product feeding the next instruction's sum, which
+    gcc would fuse into an fma without the programs' fp-contract=off."""
+    full = vf.create_mask(dtype=pl.DT_FP32)
+    n = vf.full(64, full, dtype=pl.DT_FP32)
+    g = vf.load_align(tb, [0, 0])
+    b = vf.load_align(tb, [1, 0])
+    for m in pl.range(0, 4):
+        live = vf.update_mask(64 - m, dtype=pl.DT_FP32)
+        x = vf.load_align(ta, [m, 0])
+        mean = vf.div(vf.full(vf.reduce_sum(x, live), full), n, full)
+        xc = vf.sub(x, mean, live)
+        var = vf.div(vf.full(vf.reduce_sum(vf.mul(xc, xc, live), live), full), n, full)
+        std = vf.sqrt(vf.adds(var, 1e-5, full), full)
+        out = vf.mul(vf.div(xc, std, live), g, live)
+        out = vf.add(out, b, live)
+        vf.store_align(to, out, live, [m, 0])
+
+
+def test_a_norm_in_registers_rounds_every_instruction():
+    a, b, o = data(F32, 21), data(F32, 22), data(F32, 23)
+    got = run(_norm_rows, F32, a, b, o)          # the C gives the same bits (run checks)
+    for m in range(4):
+        k = 64 - m
+        x = a[m, :k]
+        tree = np.zeros(64, np.float32)
+        tree[:k] = x
+        mean = np.float32(_tree_sum(tree) / np.float32(64))
+        xc = (x - mean).astype(np.float32)
+        tree[:k] = xc * xc
+        var = np.float32(_tree_sum(tree) / np.float32(64))
+        std = np.sqrt(np.float32(var + np.float32(1e-5)))
+        want = ((xc / std) * b[0, :k]).astype(np.float32) + b[1, :k]
+        assert np.array_equal(got[m, :k], want) and np.array_equal(got[m, k:], o[m, k:])
