@@ -168,3 +168,26 @@ def test_one_and_two_threads_are_bit_identical():
             outs.append(y.tobytes())
     assert len(set(outs)) == 1
     np.testing.assert_allclose(y, mod.reference(x)["y"], rtol=1e-5, atol=1e-7)
+
+
+BRANCH = """\
+full = vf.create_mask(dtype=pl.DT_FP32)
+for m in pl.range(0, 8):
+    r = vf.load_align(src, [m, 0])
+    if m < n:
+        r = vf.exp(r, full)
+    else:
+        r = vf.neg(r, full)
+    vf.store_align(dst, r, full, [m, 0])
+"""
+
+
+@pytest.mark.parametrize("n", [0, 3, 8])
+def test_a_runtime_branch_writes_the_variables_register(tmp_path, n):
+    mod = kernel(tmp_path, BRANCH)
+    x, y = launch(mod, n=n)
+    rows = np.arange(8)[:, None] < n
+    want = np.where(rows, np.exp(x.astype(np.float64)).astype(np.float32), -x)
+    assert np.array_equal(y, want)
+    if find_cc() is not None:
+        assert np.array_equal(launch(mod, n=n, backend="c")[1], y)
