@@ -89,7 +89,7 @@ def _arith(ta, tb, to):
     vf.store_align(to, vf.sub(a, vf.min(a, b, full), full), full, [3, 0])
 
 
-@pytest.mark.parametrize("dt", DTS, ids=str)
+@pytest.mark.parametrize("dt", DTS + [pl.DT_BF16], ids=str)
 def test_add_mul_max_sub_min(dt):
     a, b = data(dt, 1), data(dt, 2)
     got = run(_arith, dt, a, b)
