@@ -218,7 +218,7 @@ class _Frame:
     """One call of a vector function: its name, source file and registers by variable."""
 
     def __init__(self, fn: str, src: str):
-        self.fn, self.src, self.regs, self.n = fn, src, {}, 0
+        self.fn, self.src, self.regs = fn, src, {}
 
 
 _FRAMES: list = []
@@ -244,10 +244,8 @@ def _loc(t) -> Loc | None:
 
 def _declare(t, kind: str, dtype, lanes: int, var: str | None = None) -> tuple:
     fr = _frame(t)
-    fr.n += 1
     t.nvregs = getattr(t, "nvregs", 0) + 1
-    name = f"{fr.fn}_{var}" if var else f"{fr.fn}_r{fr.n}"
-    name = f"{name}_{t.nvregs}"
+    name = f"{fr.fn}_{var or 'tmp'}_{t.nvregs}"       # a temporary until a binding names it
     op = make("vreg", (), (RegType(kind, dtype, lanes),), {"name": name, "pipe": "V"}, None,
               _loc(t))
     t.program("a vector function").hoisted.append(op)
