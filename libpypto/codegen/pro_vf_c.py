@@ -193,6 +193,16 @@ class VfC:
         self.lanes(d, f"{self.reg(d)}[l] = {self.reg(m)}[l] ? {self.reg(a)}[l] : "
                       f"{self.reg(b)}[l];")
 
+    def i_vci(self, op) -> None:
+        dst = op.operands[0]
+        fl = dst.type.dtype.kind == "float"
+        s = self.fresh("s")
+        self.emit(f"const {'float' if fl else 'int64_t'} {s} = "
+                  f"{self.scalar(op.attrs['start'], not fl)};")
+        sign = "+" if op.attrs["order"] == "inc" else "-"
+        lane = "(float)l" if fl else "(int64_t)l"
+        self.write(op, f"{s} {sign} {lane}", None)
+
     def i_pset(self, op) -> None:
         m = op.operands[0]
         pat, n = op.attrs["pattern"], m.type.lanes

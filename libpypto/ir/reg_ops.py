@@ -37,6 +37,7 @@ AscendC instruction each stands for:
     vcvt   R, R, M   {part, round}   astype
     vbitcast R, R                    bit_cast (the same 256 bytes as another dtype)
     vmov   R, R                      a register copy (`y = x` in a vector function)
+    vci    R         {start, order}  arange: lane i = start + i (inc) or start - i (dec)
     pset   M         {pattern}       create_mask
     plt    M         {n}             update_mask: the first n lanes
 """
@@ -106,6 +107,7 @@ DEFS = [
     _i("vcvt", (R, R, R), {"part": attr(Int(0, 1)), "round": attr(Str(*ROUNDS))}, "VCVT"),
     _i("vbitcast", (R, R), {}, "VBITCAST"),
     _i("vmov", (R, R), {}, "VMOV"),
+    _i("vci", (R,), {"start": attr(Ex(num=True)), "order": attr(Str("inc", "dec"))}, "VCI"),
     _i("pset", (R,), {"pattern": attr(Str(*PATTERNS))}, "PSET"),
     _i("plt", (R,), {"n": attr(EXPR)}, "PLT"),
 ]

@@ -73,15 +73,15 @@ Choices (written down; the reference is the authority where it speaks):
 
 The reference's VF API (_vf_api.py: 80 names; get_spr of its docs too), for the README's
 parity table:
-- built (52): create_mask, update_mask, full (scalar and lane broadcast), load_align,
+- built (53): arange, create_mask, update_mask, full (scalar and lane broadcast), load_align,
   store_align (a register source), load_unalign_init, load_unalign_pre, load_unalign,
   unalign_reg_for_store, store_unalign, store_unalign_post, mem_bar, max, min, add, sub,
   mul, div, and_, or_, xor, abs_sub, exp_sub (fp32), muls, adds, subs, maxs, mins,
   leaky_relu, axpy, mul_add_dst, abs, neg, exp, ln, log, sqrt, relu, not_, eq, ne, lt, le,
   gt, ge, select, reduce_sum, reduce_max, reduce_min, astype, bit_cast, move.
-- not built (28, plus get_spr; calling one is an error naming it): create_addr_reg, load,
+- not built (27, plus get_spr; calling one is an error naming it): create_addr_reg, load,
   store, de_interleave, interleave, pack, unpack, unsqueeze, squeeze, histograms,
-  shift_left, shift_right, arange, gather, scatter, clear_spr, get_mask_spr,
+  shift_left, shift_right, gather, scatter, clear_spr, get_mask_spr,
   mask_gen_with_reg_tensor, pair_reduce_sum, mull, addc, subc, prelu, mul_dst_add,
   muls_cast, log2, log10, truncate.
 - built in part (the rest is an error): load_align without dist= / data_copy_mode= /
@@ -151,13 +151,19 @@ class VFRoundMode(enum.Enum):
     CAST_HYBRID = "hybrid"
 
 
+class IndexOrder(enum.Enum):
+    INCREASE_ORDER = "inc"
+    DECREASE_ORDER = "dec"
+
+
 class SaturateMode(enum.Enum):
     OFF = "OFF"
     ON = "ON"
 
 
 ENUMS = {"MaskPattern": MaskPattern, "MergeMode": MergeMode, "DuplicatePos": DuplicatePos,
-         "CastLayout": CastLayout, "VFRoundMode": VFRoundMode, "SaturateMode": SaturateMode}
+         "CastLayout": CastLayout, "VFRoundMode": VFRoundMode, "SaturateMode": SaturateMode,
+         "IndexOrder": IndexOrder}
 
 
 # -- registers --------------------------------------------------------------------------------

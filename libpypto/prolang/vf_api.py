@@ -8,11 +8,12 @@ import ast
 
 from ..errors import CompileError
 from . import state
-from .dsl import DT_FP32, Scalar
+from .dsl import DT_FP32, DT_INT32, Scalar
 from .rewrite import _carried, _Rewriter, rewrite
 from .state import current
 from .tiles import Tile
-from .vf import (_FRAMES, CastLayout, DuplicatePos, MaskPattern, MaskReg, MergeMode,
+from .vf import (_FRAMES, CastLayout, DuplicatePos, IndexOrder, MaskPattern, MaskReg,
+                 MergeMode,
                  RegTensor, TilePtr,
                  UnalignReg, VFRoundMode, _dtype, _float_only, _Frame, _instr, _int_only,
                  _loc, _mask, _merge, _new, _offset_expr, _ptr, _reg, _refuse, _same,
@@ -191,7 +192,7 @@ def _not_built(name: str):
 
 
 NOT_BUILT = ("de_interleave", "interleave", "pack", "unpack", "unsqueeze", "squeeze",
-             "histograms", "shift_left", "shift_right", "arange", "gather", "scatter",
+             "histograms", "shift_left", "shift_right", "gather", "scatter",
              "clear_spr", "get_mask_spr", "get_spr", "mask_gen_with_reg_tensor",
              "pair_reduce_sum", "mull", "addc", "subc", "prelu", "mul_dst_add", "muls_cast",
              "log2", "log10", "truncate", "create_addr_reg", "load", "store")
@@ -262,6 +263,20 @@ class Vf:
         operands = [] if mask is None else [_mask(t, mask, "vf.full mask", lanes_of(dt))]
         return _new(t, RegTensor, dt, lanes_of(dt), "vdup", operands,
                     {"value": value, **_merge(t, mode)})
+
+    @staticmethod
+    def arange(start, dtype=None, index_order=None):
+        """dst = vf.arange(start, dtype=, index_order=pl.IndexOrder.INCREASE_ORDER): lane i
+        holds start + i (start - i with DECREASE_ORDER); dtype defaults to pl.DT_INT32 for an
+        integer start, pl.DT_FP32 for a float."""
+        t = current()
+        dt = _dtype(t, dtype, "vf.arange", DT_FP32 if isinstance(start, float) else DT_INT32)
+        order = IndexOrder.INCREASE_ORDER if index_order is None else index_order
+        if not isinstance(order, IndexOrder):
+            raise t.error(f"vf.arange index_order= must be a pl.IndexOrder, not {order!r}")
+        probe = type("P", (), {"dtype": dt})()
+        return _new(t, RegTensor, dt, lanes_of(dt), "vci", [],
+                    {"start": _scalar(t, start, probe, "vf.arange"), "order": order.value})
 
     @staticmethod
     def load_align(src, offset=None, dtype=None, dist=None, data_copy_mode=None,

@@ -352,6 +352,19 @@ def _plt(core, op, env, th):
     core.vals[op.operands[0]] = np.arange(op.operands[0].type.lanes) < n
 
 
+def _vci(core, op, env, th):
+    dst = op.operands[0]
+    s = op.attrs["start"]
+    s = E.evaluate(s, env) if isinstance(s, E.Expr) else s
+    lanes = np.arange(dst.type.lanes)
+    if _is_float(dst.type.dtype):
+        i = lanes.astype(F32)
+        res = F32(s) + i if op.attrs["order"] == "inc" else F32(s) - i
+    else:
+        res = I64(int(s)) + lanes if op.attrs["order"] == "inc" else I64(int(s)) - lanes
+    core.vals[dst] = to_dtype(res, dst.type.dtype)
+
+
 def _vreg(core, op, env, th):
     core.vals[op.result] = np.zeros(op.result.type.lanes, op.result.type.dtype.np)
 
@@ -359,5 +372,5 @@ def _vreg(core, op, env, th):
 VF = {"vreg": _vreg, "vlds": _load, "vldus": _load, "vsts": _store, "vstus": _store,
       "vdup": _dup, "vdupl": _dupl, "vaxpy": _fused, "vmula": _fused, "vcmp": _compare,
       "vcmps": _compare, "vsel": _select, "vcadd": _reduce, "vcmax": _reduce,
-      "vcmin": _reduce, "vcvt": _cvt, "vbitcast": _copy, "vmov": _copy, "pset": _pset,
+      "vcmin": _reduce, "vcvt": _cvt, "vbitcast": _copy, "vmov": _copy, "vci": _vci, "pset": _pset,
       "plt": _plt, **{n: _compute for n in list(UNARY) + list(BINARY)}}

@@ -431,3 +431,27 @@ def test_a_norm_in_registers_rounds_every_instruction():
         std = np.sqrt(np.float32(var + np.float32(1e-5)))
         want = ((xc / std) * b[0, :k]).astype(np.float32) + b[1, :k]
         assert np.array_equal(got[m, :k], want) and np.array_equal(got[m, k:], o[m, k:])
+
+
+@pl.vector_function
+def _arange(ta, tb, to):
+    dt = ta.type.dtype
+    full = vf.create_mask(dtype=dt)
+    vf.store_align(to, vf.arange(5.0, dtype=dt), full, [0, 0])
+    down = vf.arange(-2.5, dtype=dt, index_order=pl.IndexOrder.DECREASE_ORDER)
+    vf.store_align(to, down, full, [1, 0])
+    if dt == pl.DT_FP32:                                  # a compile-time branch
+        idx = vf.arange(3)                                # int32 lanes
+        as_f = vf.astype(idx, vf.create_mask(dtype=pl.DT_INT32), dtype=pl.DT_FP32)
+        vf.store_align(to, as_f, full, [2, 0])
+
+
+@pytest.mark.parametrize("dt", DTS, ids=str)
+def test_arange(dt):
+    a = data(dt, 24)
+    got = run(_arange, dt, a, a)
+    i = np.arange(a.shape[1]).astype(np.float32)
+    assert np.array_equal(got[0], (5 + i).astype(dt.np))
+    assert np.array_equal(got[1], (-2.5 - i).astype(dt.np))
+    if dt == F32:
+        assert np.array_equal(got[2], 3 + np.arange(64, dtype=np.float32))
