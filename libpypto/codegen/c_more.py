@@ -330,3 +330,9 @@ class MoreInstrs:
             raise PyptoError(f"C backend: {op.name} (a cross-core event) runs only on the Pro "
                              f"runner", op.loc)
         self.emit(f"/* {op.name}: ordered by program order */")
+
+    def i_vf(self, op) -> None:
+        """Reg instructions (libpypto/ir/reg_ops.py) belong to Pro kernels, whose C is
+        codegen/pro_c.py (with pro_vf_c.py); a Tensor-mode program never has one."""
+        raise PyptoError(f"C backend: {op.name} (a Reg instruction) runs only in a Pro kernel",
+                         op.loc)

@@ -38,6 +38,7 @@ from ..ir.types import TileType
 from .c import prelude
 from .c_text import _flit, _ld, _reduce_ops, _st, _subst_ab, c_comment
 from . import pro_debug_c
+from .pro_vf_c import VfC
 
 SPACES = ("ub", "l1", "l0a", "l0b", "l0c", "bias")   # pro_rt.h PP_NSPACES
 _MODE = {"INTRA_BLOCK": 0, "INTER_SUBBLOCK": 1, "UNICAST_BLOCK": 2}   # pro_rt.h
@@ -87,7 +88,7 @@ def _render(doc) -> tuple[str, list]:
     return "\n\n".join(parts) + "\n", errs
 
 
-class _Prog:
+class _Prog(VfC):                 # VfC: the Reg instructions (pro_vf_c.py)
     def __init__(self, prog, index: int, floats: set, errs: list, mixed: bool = False):
         self.p, self.index, self.floats, self.errs = prog, index, floats, errs
         self.mixed = mixed
@@ -117,7 +118,7 @@ class _Prog:
     def render(self) -> str:
         p = self.p
         head = [c_comment(f"p{self.index}: {p.attrs['core']}"),
-                f"static void p{self.index}(pp_cl *cl, pp_co *co, void *const *T, "
+                f"static void {self.vf_attrs()}p{self.index}(pp_cl *cl, pp_co *co, void *const *T, "
                 f"const int64_t *S, const double *F) {{",
                 "    const int64_t g0 = co->g0; (void)cl; (void)F; (void)S;"]
         for i, s in enumerate(p.attrs["scalars"]):

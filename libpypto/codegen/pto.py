@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..ir import expr as E
 from ..ir import ops as O
 from ..ir.defs import OPS
+from ..ir.reg_ops import REG_OPS, reg_line
 from .srclines import LineNotes, printable, source_map
 
 _MOVES = ("tmov", "tcvt", "treshape", "textract", "texpands",
@@ -129,8 +130,8 @@ def _instr(op, names: dict, lines: list, depth: int, notes: LineNotes) -> None:
     ind = "  " * depth
     n, a = op.name, op.attrs
     lines.extend(f"{ind}; {printable(note)}" for note in notes.notes([op]))
-    if n == "tile":
-        lines.append(f"{ind}{_tile_line(op, names)}")
+    if n == "tile" or n in REG_OPS:     # a tile; Pro mode's registers and Reg instructions
+        lines.append(f"{ind}{_tile_line(op, names) if n == 'tile' else reg_line(op, names)}")
         return
     if n == "for":
         lines.append(f"{ind}LOOP {a['var']} = {E.to_str(a['start'])} .. {E.to_str(a['stop'])} "

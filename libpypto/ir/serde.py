@@ -16,7 +16,7 @@ from . import expr as E
 from .core import FORMAT, LEVELS, VERSION, Document, Loc, Op, Value
 from .limits import limit, nesting_depth, over
 from .opdef import is_int, short
-from .types import DTYPES, ScalarType, TensorType, TileType
+from .types import DTYPES, RegType, ScalarType, TensorType, TileType, reg_type_problem
 
 _EXT_EXPR = 1
 
@@ -50,6 +50,8 @@ def _type_out(t):
         return ["tile", t.space, t.dtype.name, list(t.shape)]
     if isinstance(t, ScalarType):
         return ["scalar", t.dtype.name]
+    if isinstance(t, RegType):                   # Pro mode's registers (ir/reg_ops.py)
+        return ["reg", t.kind, t.dtype.name, t.lanes]
     raise TypeError(f"unknown type {t!r}")
 
 
@@ -230,11 +232,16 @@ def _type_in(t):
     """A type from its record ["tensor", dtype, dims], ["tile", space, dtype, dims] or
     ["scalar", dtype]; ValueError if it is none of these. The dims are the verifier's
     business (types.type_problem)."""
-    shapes = {"tensor": (str, str, list), "tile": (str, str, str, list), "scalar": (str, str)}
+    shapes = {"tensor": (str, str, list), "tile": (str, str, str, list), "scalar": (str, str),
+              "reg": (str, str, str, int)}
     want = shapes.get(t[0]) if isinstance(t, list) and t and isinstance(t[0], str) else None
     if want is None or len(t) != len(want) or \
             not all(isinstance(x, k) for x, k in zip(t, want)):
         raise ValueError(t)
+    if t[0] == "reg":
+        if t[2] not in DTYPES or reg_type_problem(t[1], DTYPES[t[2]], t[3]):
+            raise ValueError(t)
+        return RegType(t[1], DTYPES[t[2]], t[3])
     dims = t[-1] if t[0] != "scalar" else []
     if not all(is_int(d) or isinstance(d, E.Expr) and t[0] == "tensor" for d in dims):
         raise ValueError(t)

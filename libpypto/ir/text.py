@@ -32,7 +32,7 @@ from ..errors import LimitError
 from . import expr as E
 from .core import FORMAT, LEVELS, Document, Loc, Op, Value
 from .text_tables import TAIL_ATTRS, comment_block
-from .types import DTYPES, SPACES, ScalarType, TensorType, TileType
+from .types import DTYPES, SPACES, RegType, ScalarType, TensorType, TileType, reg_type_problem
 
 ISOLATED = ("source", "program")   # ops whose regions have their own value namespace
 _BARE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*$")
@@ -473,6 +473,8 @@ class _Parser:
         parts = t[1].split(".")
         if parts[0] == "scalar" and len(parts) == 2 and parts[1] in DTYPES:
             return ScalarType(DTYPES[parts[1]])
+        if len(parts) == 2 and parts[0] in ("vreg", "mask") and parts[1] in DTYPES:
+            return self.reg_type(parts, t)
         if len(parts) == 1 and parts[0] in DTYPES:
             return TensorType(DTYPES[parts[0]], tuple(self.shape()))
         if len(parts) == 2 and parts[0] in SPACES and parts[1] in DTYPES:
@@ -481,6 +483,15 @@ class _Parser:
                 raise self.error("a tile shape must be static ints", t)
             return TileType(parts[0], DTYPES[parts[1]], tuple(shape))
         raise self.error(f"unknown type {t[1]!r}", t)
+
+    def reg_type(self, parts, t) -> RegType:
+        """vreg.f32[64], mask.bool[64]: Pro mode's registers (ir/reg_ops.py)."""
+        lanes = self.shape()
+        bad = len(lanes) != 1 or not isinstance(lanes[0], int) or \
+            reg_type_problem(parts[0], DTYPES[parts[1]], lanes[0])
+        if bad:
+            raise self.error(f"bad register type {t[1]}{lanes}: {bad}", t)
+        return RegType(parts[0], DTYPES[parts[1]], lanes[0])
 
     def shape(self) -> list:
         self.expect("[")

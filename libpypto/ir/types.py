@@ -136,4 +136,31 @@ class ScalarType:
         return f"scalar.{self.dtype}"
 
 
-Type = TensorType | TileType | ScalarType
+@dataclass(frozen=True)
+class RegType:
+    """A register of Pro mode's Reg (vector-function) computation (ir/reg_ops.py): kind
+    "vreg" is one 256-byte vector register of `lanes` = 256 / itemsize elements of dtype;
+    kind "mask" a predicate register of `lanes` lanes (dtype bool). Printed vreg.f32[64],
+    mask.bool[64]."""
+
+    kind: str
+    dtype: DType
+    lanes: int
+
+    def __str__(self) -> str:
+        return f"{self.kind}.{self.dtype}[{self.lanes}]"
+
+
+REG_BYTES = 256          # a vector register, and what a predicate register's lanes cover
+
+
+def reg_type_problem(kind: str, dt: DType, lanes: int) -> str | None:
+    """What is wrong with a register type read from a file, or None."""
+    if kind == "vreg" and (dt.kind == "bool" or lanes * dt.itemsize != REG_BYTES):
+        return f"a vreg of {dt} has {REG_BYTES // max(1, dt.itemsize)} lanes, not {lanes}"
+    if kind == "mask" and (dt.kind != "bool" or lanes not in (32, 64, 128, 256)):
+        return f"a mask has 32, 64, 128 or 256 bool lanes, not {lanes} {dt}"
+    return None if kind in ("vreg", "mask") else f"unknown register kind {kind!r}"
+
+
+Type = TensorType | TileType | ScalarType | RegType

@@ -4,10 +4,10 @@ re-exports them with `pl.jit`). Tracing only: nothing here runs a kernel.
 See dsl.py (types, enums, scalars), state.py (sections, block index, pl.range, branches),
 rewrite.py (the AST step), tiles.py (make_tile, make_tile_group, the buffer plan checks),
 ops.py (instructions), simt.py (pl.simt: SIMT thread blocks), system.py (pl.system
-synchronisation), datatype.py (@pl.jit(datatype=)), kernel.py (signature, trace, the
-block-level document), pipeline.py (pl.pipeline: automatic cube/vector pipelining, the
-L0C -> UB move), debug.py (printf, pto_assert, dump_data, trap), sugar.py (const, struct,
-make_tuple, Array).
+synchronisation), vf.py and vf_api.py (Reg computation: @pl.vector_function, pl.Vf),
+datatype.py (@pl.jit(datatype=)), kernel.py (signature, trace, the block-level document),
+pipeline.py (pl.pipeline: automatic cube/vector pipelining, the L0C -> UB move), debug.py
+(printf, pto_assert, dump_data, trap), sugar.py (const, struct, make_tuple, Array).
 """
 from __future__ import annotations
 
@@ -32,9 +32,14 @@ from .state import (get_block_idx, get_block_num, get_subblock_idx, get_subblock
                     section_cube, section_vector)
 from .state import range_ as range
 from .tiles import make_tile, make_tile_group, set_validshape
+from .vf import ENUMS as _VF_ENUMS
+from .vf_api import REG_NAMES as _REG_NAMES
 
 for _d in _DTYPES.values():
     globals()[_d.api] = _d
+globals().update(_VF_ENUMS)          # Reg computation (vf.py, vf_api.py): pl.MaskPattern, ...
+globals().update(_REG_NAMES)         # pl.Vf (also pl.vf), pl.vector_function, RegTensor, MaskReg
+vf = _REG_NAMES["Vf"]
 
 __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluPreMode',
            'DN', 'DT_BF16', 'DT_BOOL', 'DT_FP16', 'DT_FP32',
@@ -51,3 +56,5 @@ __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluP
            'pipeline', 'PipelineConfig']
 __all__ += ['dump_data', 'printf', 'pto_assert', 'trap']   # debug.py
 __all__ += ['Array', 'const', 'make_tuple', 'struct', 'struct_array']   # sugar.py
+__all__ += sorted(_VF_ENUMS) + sorted(_REG_NAMES) + ['vf', 'DT_UINT16', 'DT_UINT32',
+                                                     'DT_UINT64']

@@ -163,13 +163,14 @@ def _thunk(expr):
 def rewrite(fn, file: str, helpers: dict, extra_globals: dict, rewriter=None):
     """fn's body rewritten (see the module docstring), as a new function over the same
     globals (plus extra_globals: the TilingKey fields) and closure values. rewriter: the
-    _Rewriter subclass to use (simt.py's admits a SIMT callee's final return)."""
+    _Rewriter subclass to use (simt.py's admits a SIMT callee's final return; a vector
+    function's, vf_api.py), default _Rewriter."""
     try:
         lines, first = inspect.getsourcelines(fn)
         source_file = inspect.getsourcefile(fn) or fn.__code__.co_filename
     except (OSError, TypeError):
-        raise CompileError(f"cannot read the source of kernel {fn.__name__} (a Pro kernel "
-                           f"must be defined in a file)") from None
+        raise CompileError(f"cannot read the source of {fn.__name__} (a Pro kernel or vector "
+                           f"function must be defined in a file)") from None
     tree = ast.parse(textwrap.dedent("".join(lines)))
     ast.increment_lineno(tree, first - 1)
     fdef = tree.body[0]

@@ -68,11 +68,14 @@ class Trace:
         self.pos = 0
         self.nsyms = 0
         self.loops: list = []            # open pl.range loops (placeholders per group)
+        self.loc_hook = None             # inside a vector function: its lines (vf_api.py)
 
     # -- where ------------------------------------------------------------------------------
     def loc(self) -> Loc | None:
         """The line of the kernel body being traced (a helper function the body calls is
         named by its call in the body), else the innermost line of the op file."""
+        if self.loc_hook is not None:
+            return self.loc_hook()
         f, inner = sys._getframe(1), None
         while f is not None:
             if f.f_code.co_filename == self.source_file:

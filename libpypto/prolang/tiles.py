@@ -100,8 +100,33 @@ class Tile:
     def __getitem__(self, idx):
         return subview(self, idx)
 
+    def __add__(self, offset):
+        """`tile + k`: a pointer k elements into the tile, for Reg loads and stores (vf.py)."""
+        return TilePtr(self, _elements(offset))
+
     def __repr__(self) -> str:
         return f"Tile({self.name}: {self.type!r} @ {self.addr})"
+
+
+class TilePtr:
+    """`tile + offset`: a tile and an element offset (an int or an expression), the address
+    of a Reg load or store (vf.py), as the reference writes `out_tile + (base + r * 64)`."""
+
+    def __init__(self, tile: Tile, offset):
+        self.tile, self.offset = tile, offset
+
+    def __add__(self, k):
+        return TilePtr(self.tile, E.add(self.offset, _elements(k)))
+
+    def __repr__(self) -> str:
+        return f"{self.tile!r} + {self.offset}"
+
+
+def _elements(k):
+    e = expr_of(k)
+    if e is None:
+        raise current().error(f"tile + offset: the offset must be an integer scalar, not {k!r}")
+    return e
 
 
 class SubTile(Tile):

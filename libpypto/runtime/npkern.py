@@ -230,6 +230,12 @@ def tinsert(dst, src, offsets, valid=None) -> None:
     _put(dst[o0:o0 + r, o1:o1 + c], src[:r, :c])
 
 
+def tvf(*_operands, **_attrs) -> None:
+    """Reg instructions (libpypto/ir/reg_ops.py) run on the Pro runner (runtime/pro_vf.py):
+    a Tensor-mode numpy program never has one."""
+    raise NotImplementedError("Reg instructions run only in Pro kernels (the Pro runner)")
+
+
 def tsync(**_attrs) -> None:
     """Synchronisation instructions (libpypto/ir/pro_ops.py): no-ops in program order; the
     Pro runner (pro_exec.py) gives them their meaning between pipes and cores."""

@@ -54,6 +54,7 @@ from ..ir.types import TileType
 from . import pro_check
 from .interp import cast_array, elementwise, reduce_array, work
 from .pro_check import Checker, SyncError
+from .pro_vf import VF           # Reg instructions (ir/reg_ops.py)
 
 
 class ProRunError(PyptoError):
@@ -391,6 +392,9 @@ class _Core:
             SYNC[n](self, op, env, th)
             return
         self.chk.tick(th)
+        if n in VF:                     # Reg instructions: registers, byte-precise checks
+            VF[n](self, op, env, th)
+            return
         fn = KERNELS.get(n) or (_elementwise if n[1:] in _ELEMENTWISE else None)
         if fn is None:
             raise ProRunError(f"the Pro runner has no rule for {n}", op.loc)
