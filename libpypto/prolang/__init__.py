@@ -14,6 +14,7 @@ from .dsl import (DN, DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DY
                   MemorySpace, PipeType, ReluPreMode, Scalar, STPhase, SyncAllMode,
                   SyncCoreType, SyncMode, Tensor, TileLayout, TileType, TilingKeyField, max,
                   min)
+from .dsl import NN, ZZ, QuantMode
 from .dsl import DTYPES as _DTYPES
 from .kernel import ProKernel  # noqa: F401 -- for libpypto.pro
 from .ops import (abs, add, and_, cast, div, eq, exp, expand_add, expand_div, expand_max,
@@ -21,6 +22,7 @@ from .ops import (abs, add, and_, cast, div, eq, exp, expand_add, expand_div, ex
                   load_tile, log,
                   lt, matmul, matmul_acc, maximum, minimum, move, mul, ne, neg, or_, recip,
                   relu, rsqrt, select, sqrt, store, store_tile, sub, sum)
+from . import ops_more as _more
 from .state import (get_block_idx, get_block_num, get_subblock_idx, get_subblock_num,
                     section_cube, section_vector)
 from .state import range_ as range
@@ -28,6 +30,7 @@ from .tiles import make_tile, make_tile_group, set_validshape
 
 for _d in _DTYPES.values():
     globals()[_d.api] = _d
+globals().update({_n: getattr(_more, _n) for _n in _more.__all__})   # ops_more.py
 
 __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluPreMode',
            'DN', 'DT_BF16', 'DT_BOOL', 'DT_FP16', 'DT_FP32',
@@ -40,4 +43,6 @@ __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluP
            'insert', 'le', 'load', 'load_tile', 'log', 'lt', 'make_tile', 'make_tile_group',
            'matmul', 'matmul_acc', 'max', 'maximum', 'min', 'minimum', 'move', 'mul', 'ne',
            'neg', 'or_', 'range', 'recip', 'relu', 'rsqrt', 'section_cube', 'section_vector',
-           'select', 'set_validshape', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system']
+           'select', 'set_validshape', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system',
+           'NN', 'ZZ', 'QuantMode', 'DT_FP8E4M3FN', 'DT_FP8E5M2', 'DT_FP8E8M0',
+           'DT_UINT16', 'DT_UINT32'] + list(_more.__all__)

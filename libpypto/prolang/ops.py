@@ -168,6 +168,9 @@ def load(dst, src, offsets, order=None):
     if dst.type.space not in ("ub", "l1"):
         raise t.error(f"load into a {SPACE_NAME[dst.type.space]} tile: GM loads go to Vec or "
                       f"Mat (then pl.move to Left/Right/Bias)")
+    if dst.type.space == "l1" and dst.type.layout.name in ("ZZ", "NN"):   # MX scales
+        from .ops_more import load_scale
+        return load_scale(t, dst, src, offsets, order)
     _same_dtype(t, "load", dst, src)
     offs, valid = _box(t, dst, src, offsets, "load", order)
     return emit("tload", [dst, src], _ordered({"offsets": offs, "valid": valid},
@@ -211,6 +214,10 @@ def store(dst, src, offsets, relu_pre_mode=None, scale=None, atomic=None, phase=
         raise t.error(f"store from a {SPACE_NAME[src.type.space]} tile: stores go from Vec "
                       f"or Acc")
     _same_dtype(t, "store", src, dst)
+    if dst.dtype.c_type == "uint8_t" and dst.dtype.kind == "float" and \
+            src.type.dtype != dst.dtype:
+        raise t.error(f"store of {src.type.dtype} into a {dst.dtype} tensor: converting to "
+                      f"8-bit floats is not built")
     offs, valid = _box(t, src, dst, offsets, "store", order)
     attrs = _ordered({"offsets": offs, "valid": valid}, len(dst.dims), t, "store", order)
     attrs.update(fixpipe_options(t, "pl.store", src, relu_pre_mode, scale))
@@ -295,6 +302,9 @@ def move(dst, src, offset=None, acc_to_vec_mode=None, relu_pre_mode=None, scale=
         return emit("textract", [dst, src], {"offsets": offs, "valid": list(dst.valid)})
     if ds == "bias":
         return _move_bias(t, dst, src, offset)
+    if ds in ("scale_left", "scale_right"):
+        from .ops_more import move_scale
+        return move_scale(t, dst, src)
     legal = {("l0c", "ub"), ("l1", "ub"), ("ub", "l1"), ("ub", "ub")}
     if (ss, ds) not in legal:
         raise t.error(f"move from {SPACE_NAME[ss]} to {SPACE_NAME[ds]} is not a path of the "
@@ -357,6 +367,8 @@ def insert(dst, src, offset):
 # -- vector compute ---------------------------------------------------------------------------
 
 def _vector(t, what: str, tiles: list, same_dtype=True) -> None:
+    from .ops_more import no_fp8
+    no_fp8(t, what, tiles)
     for x in tiles:
         if x.type.space != "ub":
             raise t.error(f"{what} is a vector op: tile {x.name} is in "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import PyptoError
 from .interp import cast_array, elementwise, is_float, reduce_array, sort_rows, work
 from .philox import uniform_block
 
@@ -228,6 +229,13 @@ def tinsert(dst, src, offsets, valid=None) -> None:
                                              zip(valid, src.shape))
     o0, o1 = (int(o) for o in offsets)
     _put(dst[o0:o0 + r, o1:o1 + c], src[:r, :c])
+
+
+def tpro_only(*_args, **_attrs) -> None:
+    """The Pro-only instructions (libpypto/ir/tile_ops_more.py): Tensor mode never makes
+    them; the Pro runner (pro_exec_more.py) runs them."""
+    raise PyptoError("a Pro-only instruction (MX matmul, quant, sort32, ...) runs only on "
+                     "the Pro runner")
 
 
 def tsync(**_attrs) -> None:
