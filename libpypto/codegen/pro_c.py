@@ -181,6 +181,9 @@ class _Prog:
         self.fail(f"{addr} < 0 || {addr} + {nbytes} > pp_space_bytes[{sp}]", op)
         self.emit(f"{self.names[op.result]} = ({t.dtype.c_type} *)({buf} + {addr});")
 
+    def space_index(self, v) -> int:
+        return SPACES.index(v.type.space)
+
     def rs(self, v) -> int:
         """A tile value's row stride (elements): its columns, or its parent's (subview)."""
         return self.strides.get(v, v.type.shape[1])

@@ -276,13 +276,8 @@ def _fused(self, op) -> None:
     _loop2(self, r, c, f"{_el(self, d)} = {_st(d.type.dtype, expr, 'float' if is_f else 'int')}")
 
 
-def _space_index(self, v) -> int:
-    from .pro_c import SPACES
-    return SPACES.index(v.type.space)
-
-
 METHODS = {"i_tmatmul_mx": i_tmatmul_mx, "i_tquant": i_tquant, "i_tdequant": i_tdequant,
            "i_tvgather": i_tvgather, "i_tvscatter": i_tvscatter, "i_tsort32": i_tsort32,
            "i_tmrgsort": i_tmrgsort, "i_thistogram": i_thistogram, "i_targmax": _targ,
-           "i_targmin": _targ, "space_index": _space_index}
+           "i_targmin": _targ}
 METHODS.update({"i_t" + k: _fused for k in _FUSED_I})

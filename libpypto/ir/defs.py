@@ -1,12 +1,13 @@
 """Every op's definition, by name (OPS), and checking an op against its definition."""
 from __future__ import annotations
 
-from . import module_ops, pro_ops, tensor_ops, tile_ops
+from . import module_ops, pro_ops, tensor_ops, tile_ops, tile_ops_more
 from .opdef import IDENT, INT_LIMIT, OpDef, check_fields, is_int, short, type_problem
 from .types import ScalarType, TensorType, TileType
 
 OPS: dict[str, OpDef] = {}
-for _d in tensor_ops.DEFS + tile_ops.DEFS + pro_ops.DEFS + module_ops.DEFS:
+for _d in (tensor_ops.DEFS + tile_ops.DEFS + tile_ops_more.DEFS + pro_ops.DEFS +
+           module_ops.DEFS):
     assert _d.name not in OPS, f"op {_d.name} defined twice"
     OPS[_d.name] = _d
 

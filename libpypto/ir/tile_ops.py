@@ -332,7 +332,3 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
                                   "alpha": opt(Num())},
        v_tscatter, "MTE3", "TSCATTER", writes=(), optional=1),
 ]
-
-from .tile_ops_more import DEFS as _MORE   # noqa: E402 -- Pro mode's further instructions
-
-DEFS += _MORE

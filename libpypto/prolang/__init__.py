@@ -44,5 +44,10 @@ __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluP
            'matmul', 'matmul_acc', 'max', 'maximum', 'min', 'minimum', 'move', 'mul', 'ne',
            'neg', 'or_', 'range', 'recip', 'relu', 'rsqrt', 'section_cube', 'section_vector',
            'select', 'set_validshape', 'sqrt', 'store', 'store_tile', 'sub', 'sum', 'system',
+           # issue 9 item 4 (ops_more.py)
            'NN', 'ZZ', 'QuantMode', 'DT_FP8E4M3FN', 'DT_FP8E5M2', 'DT_FP8E8M0',
-           'DT_UINT16', 'DT_UINT32'] + list(_more.__all__)
+           'DT_UINT16', 'DT_UINT32', 'matmul_mx', 'matmul_mx_acc', 'quant', 'dequant',
+           'gather', 'scatter', 'sort32', 'mrgsort', 'histogram', 'argmax', 'argmin',
+           'add_relu', 'sub_relu', 'addc', 'mul_add_dst', 'fused_mul_add',
+           'fused_mul_add_relu', 'axpy', 'shl', 'shr', 'xor', 'add_relu_cast',
+           'sub_relu_cast', 'mul_cast']

@@ -71,21 +71,14 @@ Choices where the reference is silent or the host differs:
 """
 from __future__ import annotations
 
-from ..ir.types import BOOL, FP8
+from ..ir.tile_ops_more import FUSED
+from ..ir.types import BOOL
 from .dsl import TileLayout
-from .ops import SPACE_NAME, _scalar_attr, _tile, _vector, emit
+from .ops import MORE, SPACE_NAME, _box, _scalar_attr, _tile, _vector, emit, no_fp8
 from .state import current
 from .tiles import Tile
 
 MX_DATA = ("f8e4m3", "f8e5m2")
-
-
-def no_fp8(t, what: str, tiles) -> None:
-    """fp8 / E8M0 tiles only move and feed matmul_mx (called by ops._vector)."""
-    for x in tiles:
-        if x.type.dtype.name in FP8:
-            raise t.error(f"{what} on tile {x.name} of {x.type.dtype}: 8-bit float tiles only "
-                          f"move (load, store, move, insert) and feed pl.matmul_mx")
 
 
 def _a5(t, what: str) -> None:
@@ -97,7 +90,6 @@ def _a5(t, what: str) -> None:
 
 def load_scale(t, dst, src, offsets, order):
     """pl.load of a packed E8M0 scale tensor into a ZZ / NN Mat tile (called by ops.load)."""
-    from .ops import _box
     _a5(t, "an MX scale load")
     lay = dst.type.layout.name
     if src.dtype.name != "e8m0" or len(src.dims) != 3 or src.dims[2] != 2 or \
@@ -127,7 +119,7 @@ def move_scale(t, dst, src):
 
 # -- MX matmul ---------------------------------------------------------------------------------
 
-SPACE_NAME.update({"scale_left": "ScaleLeft", "scale_right": "ScaleRight"})
+MORE.update(load_scale=load_scale, move_scale=move_scale)
 
 
 def _mx(t, what, dst, lhs, rhs, sa, sb) -> None:
@@ -386,8 +378,6 @@ def _fused(kind: str, n: int):
     op.__doc__ = f"pl.{kind}: a fused vector form (module docstring)."
     return op
 
-
-from ..ir.tile_ops_more import FUSED  # noqa: E402
 
 for _k, (_n, _) in FUSED.items():
     globals()[_k] = _fused(_k, _n)

@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .interp import work
+from ..errors import PyptoError
+from .interp import cast_array, work
+
+
+class ProOpError(PyptoError):
+    """An instruction of this module went wrong at run time (an index outside its tile, a
+    scale tile away from its data tile's address >> 4)."""
 
 
 def _err(msg, op):
-    from .pro_exec import ProRunError
-    return ProRunError(msg, op.loc)
+    return ProOpError(msg, op.loc)
 
 
 def _put(dst, value):
-    from .pro_exec import _put as put
-    put(dst, value)
+    """pro_exec._put: the value converted to dst's dtype (cast_array's rounding)."""
+    v = np.asarray(value)
+    dst[...] = v if v.dtype == dst.dtype else cast_array(v, dst.dtype)
 
 
 def fp8_to_f64(a: np.ndarray) -> np.ndarray:
