@@ -6,8 +6,9 @@ Choices where the reference is silent (also in the README, "Pro mode"):
 
 - `MemorySpace` maps to the block level's spaces: Vec -> ub, Mat -> l1, Left -> l0a,
   Right -> l0b, Acc -> l0c, Bias -> bias (the bias table: [1, N] fp32/int32 tiles, 32-byte
-  aligned, 1 KiB on a2/a3 and 4 KiB on the 950: BIAS_BYTES). `Scaling`, `ScaleLeft`,
-  `ScaleRight` exist as names but a tile in them is refused (not built yet).
+  aligned, 1 KiB on a2/a3 and 4 KiB on the 950: BIAS_BYTES), ScaleLeft -> scale_left and
+  ScaleRight -> scale_right (the 950's MX scale buffers: E8M0 tiles, 4 KiB each,
+  SCALE_BYTES; ops_more.py). `Scaling` exists as a name but a tile in it is refused.
 - `ReluPreMode`, `AtomicType`, `AccToVecMode`: the options of pl.store / pl.move (ops.py).
 - Layouts (ND, DN, NZ, ZN) are recorded and checked, never change the numbers: on the host a
   tile is stored row-major whatever its layout (a fractal layout is an address pattern of the
