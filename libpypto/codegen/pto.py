@@ -103,6 +103,18 @@ def _options(a: dict) -> str:
         out.append(f"scale {E.to_str(s) if isinstance(s, E.Expr) else s}")
     if a.get("atomic"):
         out.append(f"atomic {a['atomic']}")
+    if "mx" in a:                       # an MX scale load (prolang/ops_more.py)
+        out.append(f"mx scales {a['mx']}")
+    return f"  ; {', '.join(out)}" if out else ""
+
+
+_NOTED = ("mode", "offset", "block_len", "msb", "dim", "alpha", "init")   # tile_ops_more.py
+
+
+def _noted(a: dict) -> str:
+    """The attributes of the instructions of ir/tile_ops_more.py, as a comment."""
+    out = [f"{k} {E.to_str(a[k]) if isinstance(a[k], E.Expr) else a[k]}" for k in _NOTED
+           if k in a]
     return f"  ; {', '.join(out)}" if out else ""
 
 
@@ -169,5 +181,6 @@ def _instr(op, names: dict, lines: list, depth: int, notes: LineNotes) -> None:
             suffix = "  ; broadcast" if len(shapes) > 1 else ""
             text = f"{base} {', '.join(ops)}{suffix}"
     else:
-        text = f"{OPS[n].pto} {', '.join(ops)}"
+        pro_only = OPS[n].impl.get("numpy") == "tpro_only"
+        text = f"{OPS[n].pto} {', '.join(ops)}{_noted(a) if pro_only else ''}"
     lines.append(f"{ind}{pipe:<5} {text}")
