@@ -226,6 +226,28 @@ def i_thistogram(self, op) -> None:
     self.emit("}")
 
 
+def i_tfillpad(self, op) -> None:
+    d, src = op.operands
+    r, c = self.valid(op, src.type.shape)
+    dt, pad = d.type.dtype, op.attrs["pad"]
+    if pad == "zero":
+        val = _st(dt, "0", "int")
+    elif dt.kind == "float":
+        val = _st(dt, "INFINITY" if pad == "max" else "-INFINITY")
+    else:
+        lo, hi = _int_range(dt)
+        val = f"({dt.c_type})({hi if pad == 'max' else lo}LL)" if dt.itemsize < 8 else "0"
+    _loop2(self, d.type.shape[0], d.type.shape[1],
+           f"{_el(self, d)} = ({{i}} < {r} && {{j}} < {c}) ? {_el(self, src)} : {val}")
+
+
+def _int_range(dt) -> tuple:
+    bits = dt.itemsize * 8
+    if dt.name.startswith("u"):
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
 def _targ(self, op) -> None:
     d, src = op.operands
     r, c = self.valid(op, src.type.shape)
@@ -278,6 +300,7 @@ def _fused(self, op) -> None:
 
 METHODS = {"i_tmatmul_mx": i_tmatmul_mx, "i_tquant": i_tquant, "i_tdequant": i_tdequant,
            "i_tvgather": i_tvgather, "i_tvscatter": i_tvscatter, "i_tsort32": i_tsort32,
-           "i_tmrgsort": i_tmrgsort, "i_thistogram": i_thistogram, "i_targmax": _targ,
+           "i_tmrgsort": i_tmrgsort, "i_thistogram": i_thistogram, "i_tfillpad": i_tfillpad,
+           "i_targmax": _targ,
            "i_targmin": _targ}
 METHODS.update({"i_t" + k: _fused for k in _FUSED_I})

@@ -54,8 +54,9 @@ DEFS = [
          "TMRGSORT"),
     _pro("thistogram", (TL, TL, TL), {"msb": attr(Bool()), **VALID}, None, _pipe_vector,
          "THISTOGRAM"),
-    _pro("tfillpad", (TL, TL), {"value": attr(Ex(num=True)), **VALID}, None, _pipe_vector,
-         "TFILLPAD"),
+    # out = src inside src's valid region, the pad value (TilePad) elsewhere
+    _pro("tfillpad", (TL, TL), {"pad": attr(Str("zero", "max", "min")), **VALID}, None,
+         _pipe_vector, "TFILLPAD"),
 ] + [
     # argmax / argmin of each row (dim=0) or column (dim=1) into an index tile
     _pro("t" + k, (TL, TL), {"dim": attr(NAT), **VALID}, None, _pipe_vector, k.upper())

@@ -14,7 +14,7 @@ from .dsl import (DN, DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DY
                   MemorySpace, PipeType, ReluPreMode, Scalar, STPhase, SyncAllMode,
                   SyncCoreType, SyncMode, Tensor, TileLayout, TileType, TilingKeyField, max,
                   min)
-from .dsl import NN, ZZ, QuantMode
+from .dsl import NN, ZZ, FillPadMode, QuantMode, TilePad
 from .dsl import DTYPES as _DTYPES
 from .kernel import ProKernel  # noqa: F401 -- for libpypto.pro
 from .ops import (abs, add, and_, cast, div, eq, exp, expand_add, expand_div, expand_max,
@@ -50,4 +50,4 @@ __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluP
            'gather', 'scatter', 'sort32', 'mrgsort', 'histogram', 'argmax', 'argmin',
            'add_relu', 'sub_relu', 'addc', 'mul_add_dst', 'fused_mul_add',
            'fused_mul_add_relu', 'axpy', 'shl', 'shr', 'xor', 'add_relu_cast',
-           'sub_relu_cast', 'mul_cast']
+           'sub_relu_cast', 'mul_cast', 'fillpad', 'FillPadMode', 'TilePad']

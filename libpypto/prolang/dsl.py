@@ -104,6 +104,22 @@ class AtomicType(enum.Enum):
     AtomicAdd = "AtomicAdd"
 
 
+class TilePad(enum.Enum):
+    """pad= of a TileType: what pl.fillpad writes outside the valid region (floats: +-inf for
+    max / min, integers: the dtype's extremes)."""
+    null = "null"
+    zero = "zero"
+    max = "max"
+    min = "min"
+
+
+class FillPadMode(enum.Enum):
+    """mode= of pl.fillpad."""
+    NORMAL = "NORMAL"
+    EXPAND = "EXPAND"
+    INPLACE = "INPLACE"
+
+
 class QuantMode(enum.Enum):
     """mode= of pl.quant: symmetric (int8) or asymmetric (uint8, with an offset)."""
     SYM = "SYM"

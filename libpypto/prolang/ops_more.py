@@ -11,9 +11,9 @@ Reference tile API parity (docs/zh/pypto_pro/api/SIMD-API/operation/), for the R
            eq ne lt le gt ge select expands neg abs exp log sqrt rsqrt recip relu cast
            sum max min expand_{add,sub,mul,div,max,min}; matmul matmul_acc (bias);
            matmul_mx matmul_mx_acc quant dequant gather scatter sort32 mrgsort histogram
-           argmax argmin add_relu sub_relu addc mul_add_dst fused_mul_add fused_mul_add_relu
-           axpy shl shr xor add_relu_cast sub_relu_cast mul_cast
-  missing: gatherb gathermask mrgsort2 partadd partmax partmin partmul fillpad transpose
+           argmax argmin fillpad add_relu sub_relu addc mul_add_dst fused_mul_add
+           fused_mul_add_relu axpy shl shr xor add_relu_cast sub_relu_cast mul_cast
+  missing: gatherb gathermask mrgsort2 partadd partmax partmin partmul transpose
            getval setval set_stride fill_index set_mask_count set_mask_norm set_vec_mask
            reset_mask ssbuf_load ssbuf_store dcci set_mm_layout_transform (recorded only),
            FP4 (DT_FP4E2M1 / DT_FP4E1M2) operands of matmul_mx, the Scaling space
@@ -61,6 +61,10 @@ Choices where the reference is silent or the host differs:
 - argmax / argmin(out, src, tmp, dim=): index of the first largest / smallest of each row
   (dim=0, out [R, 1] DN) or column (dim=1, out [1, C]) into an int32 / uint32 tile; NaN
   counts as largest for argmax and smallest for argmin (the first NaN wins).
+- fillpad(out, src, mode=): out = src inside src's valid region, out's TileType pad= value
+  elsewhere in out (TilePad.zero 0; max / min: +-inf for floats, the dtype's extremes for
+  integers); NORMAL (two tiles of one shape), EXPAND (out larger), INPLACE (one tile). Vec
+  tiles only (the reference's Mat form is not built).
 - fused forms compute in fp32 (int64 for integers) and round once into out: add_relu
   relu(a + b), sub_relu, addc a + b + c, mul_add_dst out = a * b + out, fused_mul_add
   out = a * out + b, fused_mul_add_relu out = relu(out * a + b), axpy out = alpha * src +
@@ -328,6 +332,32 @@ def histogram(dst, src, idx, *, is_msb):
     return emit("thistogram", [dst, src, idx], {"msb": is_msb, "valid": list(src.valid)})
 
 
+def fillpad(out, src, *, mode=None):
+    """pl.fillpad(out, src, mode=pl.FillPadMode.NORMAL): out = src inside src's valid region
+    and out's pad value (its TileType's pad=) everywhere else of out (V)."""
+    from .dsl import FillPadMode, TilePad
+    t = current()
+    out, src = _vec(t, "pl.fillpad", (out, "out"), (src, "src"))
+    mode = FillPadMode.NORMAL if mode is None else mode
+    if not isinstance(mode, FillPadMode):
+        raise t.error(f"pl.fillpad mode= must be a pl.FillPadMode, not {mode!r}")
+    pad = out.type.pad
+    if not isinstance(pad, TilePad) or pad is TilePad.null:
+        raise t.error(f"pl.fillpad: out tile {out.name} needs a pad= (pl.TilePad.zero, max or "
+                      f"min) in its TileType, not {pad!r}")
+    if out.type.dtype != src.type.dtype or out.type.dtype.itemsize == 8:
+        raise t.error(f"pl.fillpad of {src.type.dtype} into {out.type.dtype} (one b8 / b16 / "
+                      f"b32 dtype)")
+    same = out.owner is src.owner and out.addr == src.addr
+    s, o = src.type.shape, out.type.shape
+    ok = {FillPadMode.NORMAL: s == o and not same, FillPadMode.INPLACE: s == o and same,
+          FillPadMode.EXPAND: all(a <= b for a, b in zip(s, o)) and not same}[mode]
+    if not ok:
+        raise t.error(f"pl.fillpad mode={mode.name}: NORMAL takes two tiles of one shape, "
+                      f"INPLACE one tile, EXPAND a source no larger than out")
+    return emit("tfillpad", [out, src], {"pad": pad.value, "valid": list(src.valid)})
+
+
 def _arg(kind):
     def op(out, src, tmp, *, dim=0):
         t = current()
@@ -383,4 +413,4 @@ for _k, (_n, _) in FUSED.items():
     globals()[_k] = _fused(_k, _n)
 
 __all__ = ["matmul_mx", "matmul_mx_acc", "quant", "dequant", "gather", "scatter", "sort32",
-           "mrgsort", "histogram", "argmax", "argmin", *FUSED]
+           "mrgsort", "histogram", "argmax", "argmin", "fillpad", *FUSED]

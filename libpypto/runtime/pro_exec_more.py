@@ -168,6 +168,24 @@ def _thistogram(core, op, env):
         d[i, :256] = np.cumsum(counts).astype(np.uint32)
 
 
+def pad_value(dt: np.dtype, pad: str):
+    """The value of a TilePad for a dtype (floats: +-inf for max / min)."""
+    if pad == "zero":
+        return 0
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return int(info.max if pad == "max" else info.min)
+    return float("inf") if pad == "max" else float("-inf")
+
+
+def _tfillpad(core, op, env):
+    d, src = (core.vals[v] for v in op.operands)
+    r, c = core.valid(op, env, src.shape)
+    res = np.full(d.shape, pad_value(d.dtype, op.attrs["pad"]), d.dtype)
+    res[:r, :c] = src[:r, :c]           # built first: INPLACE reads what it writes
+    d[...] = res
+
+
 def _targ(core, op, env):
     d, src = (core.vals[v] for v in op.operands)
     r, c = core.valid(op, env, src.shape)
@@ -238,7 +256,8 @@ def _shift(kind, a, s, dt):
 
 KERNELS_MORE = {"tmatmul_mx": _tmatmul_mx, "tquant": _tquant, "tdequant": _tdequant,
                 "tvgather": _tvgather, "tvscatter": _tvscatter, "tsort32": _tsort32,
-                "tmrgsort": _tmrgsort, "thistogram": _thistogram, "targmax": _targ,
+                "tmrgsort": _tmrgsort, "thistogram": _thistogram, "tfillpad": _tfillpad,
+                "targmax": _targ,
                 "targmin": _targ}
 KERNELS_MORE.update({"t" + k: _fused for k in (
     "add_relu", "sub_relu", "addc", "mul_add_dst", "fused_mul_add", "fused_mul_add_relu",

@@ -426,3 +426,37 @@ def f_shr_u16(x: pl.Tensor[[2 * R, C], U16], y: pl.Tensor[[2 * R, C], U16],
 
 
 FUSED_KERNELS = {n: globals()[n] for n in list(globals()) if n.startswith("f_")}
+
+
+# -- fillpad ----------------------------------------------------------------------------------
+
+@pl.jit
+def fillpad_modes(x: pl.Tensor[[R, C], F32], i: pl.Tensor[[R, C], I16],
+                  y: pl.Tensor[[R, C], F32], j: pl.Tensor[[R, C], I16],
+                  e: pl.Tensor[[2 * R, 2 * C], F32]):
+    """NORMAL (pad min: -inf), INPLACE (int16, pad max), EXPAND (into [2R, 2C], pad zero)."""
+    src = pl.make_tile(pl.TileType([R, C], F32, Vec, valid_shape=[5, 40]), addr=0)
+    out = pl.make_tile(pl.TileType([R, C], F32, Vec, pad=pl.TilePad.min), addr=0x1000)
+    it = pl.make_tile(pl.TileType([R, C], I16, Vec, valid_shape=[3, 16],
+                                  pad=pl.TilePad.max), addr=0x2000)
+    big = pl.make_tile(pl.TileType([2 * R, 2 * C], F32, Vec, pad=pl.TilePad.zero),
+                       addr=0x3000)
+    with pl.section_vector():
+        pl.load(src, x, [0, 0])
+        pl.load(it, i, [0, 0])
+        sync(MTE2, V)
+        pl.fillpad(out, src)
+        pl.fillpad(it, it, mode=pl.FillPadMode.INPLACE)
+        pl.fillpad(big, src, mode=pl.FillPadMode.EXPAND)
+        sync(V, MTE3)
+        pl.store(y, out, [0, 0])
+        pl.set_validshape(it, [R, C])
+        pl.store(j, it, [0, 0])
+        pl.store(e, big, [0, 0])
+
+
+@pl.jit
+def fillpad_no_pad(x: pl.Tensor[[R, C], F32]):
+    a, b = vt([R, C], F32, 0), vt([R, C], F32, 0x1000)
+    with pl.section_vector():
+        pl.fillpad(b, a)

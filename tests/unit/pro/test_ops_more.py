@@ -329,3 +329,28 @@ def test_fused_forms(name):
         want = want.astype(dts[3]) if dts[3].kind == "f" else \
             want.astype(np.int64).astype(dts[3])
     assert got.tobytes() == np.asarray(want).tobytes(), kind
+
+
+# -- fillpad ----------------------------------------------------------------------------------
+
+def test_fillpad_normal_inplace_expand():
+    r = rng(11)
+    x = r.standard_normal((8, 64)).astype(np.float32)
+    i = r.integers(-100, 100, (8, 64)).astype(np.int16)
+    y, j, e = run(K.fillpad_modes, [x, i, np.zeros((8, 64), np.float32),
+                                    np.zeros((8, 64), np.int16),
+                                    np.ones((16, 128), np.float32)], block_dim=1)[2:]
+    want = np.full((8, 64), -np.inf, np.float32)
+    want[:5, :40] = x[:5, :40]
+    assert np.array_equal(y, want)
+    wj = np.full((8, 64), np.iinfo(np.int16).max, np.int16)
+    wj[:3, :16] = i[:3, :16]
+    assert np.array_equal(j, wj)
+    we = np.zeros((16, 128), np.float32)
+    we[:5, :40] = x[:5, :40]
+    assert np.array_equal(e, we)
+
+
+def test_fillpad_needs_a_pad_value():
+    with pytest.raises(PyptoError, match="needs a pad="):
+        K.fillpad_no_pad[1](np.zeros((8, 64), np.float32))
