@@ -111,8 +111,10 @@ def _options(a: dict) -> str:
 _NOTED = ("mode", "offset", "block_len", "msb", "dim", "alpha", "init")   # tile_ops_more.py
 
 
-def _noted(a: dict) -> str:
+def _noted(n: str, a: dict) -> str:
     """The attributes of the instructions of ir/tile_ops_more.py, as a comment."""
+    if OPS[n].impl.get("numpy") != "tpro_only":
+        return ""
     out = [f"{k} {E.to_str(a[k]) if isinstance(a[k], E.Expr) else a[k]}" for k in _NOTED
            if k in a]
     return f"  ; {', '.join(out)}" if out else ""
@@ -181,6 +183,5 @@ def _instr(op, names: dict, lines: list, depth: int, notes: LineNotes) -> None:
             suffix = "  ; broadcast" if len(shapes) > 1 else ""
             text = f"{base} {', '.join(ops)}{suffix}"
     else:
-        pro_only = OPS[n].impl.get("numpy") == "tpro_only"
-        text = f"{OPS[n].pto} {', '.join(ops)}{_noted(a) if pro_only else ''}"
+        text = f"{OPS[n].pto} {', '.join(ops)}{_noted(n, a)}"
     lines.append(f"{ind}{pipe:<5} {text}")
