@@ -379,6 +379,10 @@ def pro_trace(k, static: dict | None = None, key: dict | None = None,
     from .prolang.dsl import BIAS_BYTES
     buffers = dict(target["buffers"])
     buffers.setdefault("bias", BIAS_BYTES.get(target["name"], 4096))
+    if target["name"] == "950":         # the MX scale buffers (prolang/ops_more.py)
+        from .prolang.dsl import SCALE_BYTES
+        buffers.setdefault("scale_left", SCALE_BYTES)
+        buffers.setdefault("scale_right", SCALE_BYTES)
     doc = k.trace(static or {}, key or {}, buffers, dtypes)
     doc.attrs["target"] = target.record()
     verify_or_raise(doc, "made by the Pro front end")

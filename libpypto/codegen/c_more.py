@@ -320,6 +320,11 @@ class MoreInstrs:
                   f"{j}++) {self.names[d]}[({o0} + {i}) * {C} + {o1} + {j}] = "
                   f"{self.names[src]}[{i} * {c_} + {j}];")
 
+    def i_pro_only(self, op) -> None:
+        """Pro-only instructions (libpypto/ir/tile_ops_more.py): codegen/pro_c_more.py."""
+        raise PyptoError(f"C backend: {op.name} is a Pro-mode instruction (its C is the Pro "
+                         f"kernel's, codegen/pro_c_more.py)", op.loc)
+
     def i_sync(self, op) -> None:
         """Synchronisation (libpypto/ir/pro_ops.py): a program run in order on one thread
         already honours it, so it prints as a comment; cross-core events need the Pro runner."""

@@ -35,12 +35,14 @@ from ..ir import expr as E
 from ..ir import ops as O
 from ..ir.pro_ops import grid_wide
 from ..ir.types import TileType
+from . import pro_c_more
 from .c import prelude
 from .c_text import _flit, _ld, _reduce_ops, _st, _subst_ab, c_comment
 from . import pro_debug_c
 from .pro_vf_c import VfC
 
-SPACES = ("ub", "l1", "l0a", "l0b", "l0c", "bias")   # pro_rt.h PP_NSPACES
+SPACES = ("ub", "l1", "l0a", "l0b", "l0c", "bias", "scale_left",
+          "scale_right")                                # pro_rt.h PP_NSPACES
 _MODE = {"INTRA_BLOCK": 0, "INTER_SUBBLOCK": 1, "UNICAST_BLOCK": 2}   # pro_rt.h
 ERR_DEADLOCK = -2
 
@@ -72,6 +74,7 @@ def _render(doc) -> tuple[str, list]:
              prelude(), resources.files(__package__).joinpath("pro_rt.h").read_text()]
     parts += [h for h in [pro_debug_c.header(doc)] if h]    # printf, pto_assert, dump, trap
     sizes = [int(pro["buffers"].get(s, 0)) for s in SPACES]
+    parts.append(pro_c_more.C_HELPERS)
     parts.append(f"static const int64_t pp_space_bytes[PP_NSPACES] = "
                  f"{{{', '.join(map(str, sizes))}}};")
     parts.append(f"#define PP_CORE_BUF_BYTES {sum((b + 64 + 63) // 64 * 64 for b in sizes)}")
@@ -186,6 +189,9 @@ class _Prog(VfC):                 # VfC: the Reg instructions (pro_vf_c.py)
         self.fail(f"{addr} < 0 || {addr} + {nbytes} > pp_space_bytes[{sp}]", op)
         self.emit(f"{self.names[op.result]} = ({t.dtype.c_type} *)({buf} + {addr});")
 
+    def space_index(self, v) -> int:
+        return SPACES.index(v.type.space)
+
     def rs(self, v) -> int:
         """A tile value's row stride (elements): its columns, or its parent's (subview)."""
         return self.strides.get(v, v.type.shape[1])
@@ -282,6 +288,8 @@ class _Prog(VfC):                 # VfC: the Reg instructions (pro_vf_c.py)
         return _st(ddt, x, kind)
 
     def i_tload(self, op) -> None:
+        if "mx" in op.attrs:            # an MX scale load (pro_c_more.py)
+            return pro_c_more.tload_mx(self, op)
         self.copy_gm(op, False)
 
     def i_tstore(self, op) -> None:
@@ -421,3 +429,5 @@ pro_debug_c.install(_Prog)     # i_dbg_printf, i_dbg_assert, i_dbg_dump, i_dbg_t
 from .pro_pipeline_c import i_tmov_acc2vec as _acc2vec   # noqa: E402 -- L0C -> UB
 
 _Prog.i_tmov_acc2vec = _acc2vec
+for _n, _f in pro_c_more.METHODS.items():     # issue 9 item 4's instructions
+    setattr(_Prog, _n, _f)

@@ -4,7 +4,8 @@
 #include <ucontext.h>
 #include <pthread.h>
 
-#define PP_NSPACES 6         /* ub, l1, l0a, l0b, l0c, bias (codegen/pro_c.py SPACES) */
+#define PP_NSPACES 8         /* ub, l1, l0a, l0b, l0c, bias, scale_left, scale_right
+                                (codegen/pro_c.py SPACES) */
 static inline float pp_relu_f(float x) { return x > 0.0f ? x : 0.0f; }
 static inline int64_t pp_relu_i(int64_t x) { return x > 0 ? x : 0; }
 
@@ -23,7 +24,7 @@ typedef struct pp_grid {
 } pp_grid;
 
 typedef struct pp_co {
-    char *buf[PP_NSPACES];   /* ub, l1, l0a, l0b, l0c, bias */
+    char *buf[PP_NSPACES];   /* ub, l1, l0a, l0b, l0c, bias, scale_left, scale_right */
     int64_t g0;              /* the block index this core sees */
     int id, err, done;       /* id 0: the cube core of a mixed cluster, 1 and 2: its vectors */
     int64_t gwait[16];       /* INTER_BLOCK waits done, per event */

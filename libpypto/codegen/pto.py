@@ -105,6 +105,20 @@ def _options(a: dict) -> str:
         out.append(f"scale {E.to_str(s) if isinstance(s, E.Expr) else s}")
     if a.get("atomic"):
         out.append(f"atomic {a['atomic']}")
+    if "mx" in a:                       # an MX scale load (prolang/ops_more.py)
+        out.append(f"mx scales {a['mx']}")
+    return f"  ; {', '.join(out)}" if out else ""
+
+
+_NOTED = ("mode", "offset", "block_len", "msb", "dim", "alpha", "init")   # tile_ops_more.py
+
+
+def _noted(n: str, a: dict) -> str:
+    """The attributes of the instructions of ir/tile_ops_more.py, as a comment."""
+    if OPS[n].impl.get("numpy") != "tpro_only":
+        return ""
+    out = [f"{k} {E.to_str(a[k]) if isinstance(a[k], E.Expr) else a[k]}" for k in _NOTED
+           if k in a]
     return f"  ; {', '.join(out)}" if out else ""
 
 
@@ -178,7 +192,8 @@ def _instr(op, names: dict, lines: list, depth: int, notes: LineNotes) -> None:
             suffix = "  ; broadcast" if len(shapes) > 1 else ""
             text = f"{base} {', '.join(ops)}{suffix}"
     else:
-        text = _simt_text(op, ops) if n == "simt_launch" else f"{OPS[n].pto} {', '.join(ops)}"
+        text = _simt_text(op, ops) if n == "simt_launch" else \
+            f"{OPS[n].pto} {', '.join(ops)}{_noted(n, a)}"
     lines.append(f"{ind}{pipe:<5} {text}")
 
 

@@ -32,7 +32,7 @@ def _pipe_tmov(op) -> str:
     src, dst = op.operands[1].type.space, op.operands[0].type.space
     if src == "l0c":
         return "FIX"
-    return "MTE1" if dst in ("l0a", "l0b", "bias") else "V"
+    return "MTE1" if dst in ("l0a", "l0b", "bias", "scale_left", "scale_right") else "V"
 
 
 def _pipe_tinsert(op) -> str:
@@ -284,7 +284,9 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
     OpDef("for", W, (), 0, (), 1, {"var": attr(Ident()), "start": attr(EXPR),
                                    "stop": attr(EXPR), "step": attr(EXPR)}, None,
           {"c": "i_for"}),
-    _i("tload", (TL, GM), BOX, v_copy_gm, "MTE2", "TLOAD"),
+    # mx: an E8M0 scale load into a ZZ / NN Mat tile from the packed [M, G/2, 2] /
+    # [G/2, N, 2] tensor (prolang/ops_more.py)
+    _i("tload", (TL, GM), {**BOX, "mx": opt(Str("ZZ", "NN"))}, v_copy_gm, "MTE2", "TLOAD"),
     _i("tstore", (TL, GM), {**BOX, **FIXPIPE, "atomic": opt(Str("add"))}, v_copy_gm,
        _pipe_tstore, "TSTORE", writes=()),
     _i("tmov", (TL, TL), dict(PRO_VALID), v_same_size, _pipe_tmov, "TMOV", numpy="tcopy"),

@@ -31,9 +31,9 @@ class DType:
     def np(self):
         """The numpy dtype (bf16 through ml_dtypes)."""
         import numpy as np
-        if self.np_name == "bfloat16":
+        if self.np_name == "bfloat16" or self.np_name.startswith("float8"):
             import ml_dtypes
-            return np.dtype(ml_dtypes.bfloat16)
+            return np.dtype(getattr(ml_dtypes, self.np_name))
         return np.dtype(self.np_name)
 
 
@@ -50,7 +50,14 @@ DTYPES = {d.name: d for d in [
     DType("u32", "DT_UINT32", 4, "int", "uint32", "uint32_t"),
     DType("u64", "DT_UINT64", 8, "int", "uint64", "uint64_t"),
     DType("bool", "DT_BOOL", 1, "bool", "bool", "uint8_t"),
+    # the 950's 8-bit floats (ml_dtypes on the host, the raw byte in C): MX operands and
+    # their E8M0 block scales (2**(e - 127), 0xFF NaN); conversions exact, see FP8 below
+    DType("f8e4m3", "DT_FP8E4M3FN", 1, "float", "float8_e4m3fn", "uint8_t"),
+    DType("f8e5m2", "DT_FP8E5M2", 1, "float", "float8_e5m2", "uint8_t"),
+    DType("e8m0", "DT_FP8E8M0", 1, "float", "float8_e8m0fnu", "uint8_t"),
 ]}
+# the 8-bit floats: (exponent bits, mantissa bits, exponent bias) of their encoding
+FP8 = {"f8e4m3": (4, 3, 7), "f8e5m2": (5, 2, 15), "e8m0": (8, 0, 127)}
 F32, F16, BF16, I32, I64, BOOL = (DTYPES[n] for n in ("f32", "f16", "bf16", "i32", "i64", "bool"))
 
 
@@ -72,7 +79,8 @@ def from_numpy(np_dtype) -> DType:
 
 # Memory spaces, as in PTO: GM (HBM), UB (vector buffer), L1, L0A, L0B, L0C; "any" until
 # assign-memory has placed a tile
-SPACES = ("gm", "ub", "l1", "l0a", "l0b", "l0c", "bias", "any")   # bias: Pro's bias table
+SPACES = ("gm", "ub", "l1", "l0a", "l0b", "l0c", "bias", "any",   # bias: Pro's bias table
+          "scale_left", "scale_right")      # the 950's MX scale buffers beside L0A / L0B
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from .dsl import (DN, DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DY
                   MemorySpace, PipeType, ReluPreMode, Scalar, STPhase, SyncAllMode,
                   SyncCoreType, SyncMode, Tensor, TileLayout, TileType, TilingKeyField, max,
                   min)
+from .dsl import NN, ZZ, FillPadMode, QuantMode, TilePad
 from .dsl import DTYPES as _DTYPES
 from .kernel import ProKernel  # noqa: F401 -- for libpypto.pro
 from .simt import Tile
@@ -28,6 +29,7 @@ from .ops import (abs, add, and_, cast, div, eq, exp, expand_add, expand_div, ex
                   load_tile, log,
                   lt, matmul, matmul_acc, maximum, minimum, move, mul, ne, neg, or_, recip,
                   relu, rsqrt, select, sqrt, store, store_tile, sub, sum)
+from . import ops_more as _more
 from .state import (get_block_idx, get_block_num, get_subblock_idx, get_subblock_num,
                     section_cube, section_vector)
 from .state import range_ as range
@@ -40,6 +42,7 @@ for _d in _DTYPES.values():
 globals().update(_VF_ENUMS)          # Reg computation (vf.py, vf_api.py): pl.MaskPattern, ...
 globals().update(_REG_NAMES)         # pl.Vf (also pl.vf), pl.vector_function, RegTensor, MaskReg
 vf = _REG_NAMES["Vf"]
+globals().update({_n: getattr(_more, _n) for _n in _more.__all__})   # ops_more.py
 
 __all__ = ['AccPhase', 'AccToVecMode', 'AtomicType', 'CrossCoreSyncMode', 'ReluPreMode',
            'DN', 'DT_BF16', 'DT_BOOL', 'DT_FP16', 'DT_FP32',
@@ -58,3 +61,9 @@ __all__ += ['dump_data', 'printf', 'pto_assert', 'trap']   # debug.py
 __all__ += ['Array', 'const', 'make_tuple', 'struct', 'struct_array']   # sugar.py
 __all__ += sorted(_VF_ENUMS) + sorted(_REG_NAMES) + ['vf', 'DT_UINT16', 'DT_UINT32',
                                                      'DT_UINT64']
+__all__ += ['NN', 'ZZ', 'QuantMode', 'DT_FP8E4M3FN', 'DT_FP8E5M2', 'DT_FP8E8M0',   # ops_more.py
+            'matmul_mx', 'matmul_mx_acc', 'quant', 'dequant',
+            'gather', 'scatter', 'sort32', 'mrgsort', 'histogram', 'argmax', 'argmin',
+            'add_relu', 'sub_relu', 'addc', 'mul_add_dst', 'fused_mul_add',
+            'fused_mul_add_relu', 'axpy', 'shl', 'shr', 'xor', 'add_relu_cast',
+            'sub_relu_cast', 'mul_cast', 'fillpad', 'FillPadMode', 'TilePad']

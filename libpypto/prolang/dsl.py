@@ -6,8 +6,9 @@ Choices where the reference is silent (also in the README, "Pro mode"):
 
 - `MemorySpace` maps to the block level's spaces: Vec -> ub, Mat -> l1, Left -> l0a,
   Right -> l0b, Acc -> l0c, Bias -> bias (the bias table: [1, N] fp32/int32 tiles, 32-byte
-  aligned, 1 KiB on a2/a3 and 4 KiB on the 950: BIAS_BYTES). `Scaling`, `ScaleLeft`,
-  `ScaleRight` exist as names but a tile in them is refused (not built yet).
+  aligned, 1 KiB on a2/a3 and 4 KiB on the 950: BIAS_BYTES), ScaleLeft -> scale_left and
+  ScaleRight -> scale_right (the 950's MX scale buffers: E8M0 tiles, 4 KiB each,
+  SCALE_BYTES; ops_more.py). `Scaling` exists as a name but a tile in it is refused.
 - `ReluPreMode`, `AtomicType`, `AccToVecMode`: the options of pl.store / pl.move (ops.py).
 - Layouts (ND, DN, NZ, ZN) are recorded and checked, never change the numbers: on the host a
   tile is stored row-major whatever its layout (a fractal layout is an address pattern of the
@@ -63,9 +64,12 @@ class TileLayout(enum.Enum):
     DN = "DN"
     NZ = "NZ"
     ZN = "ZN"
+    ZZ = "ZZ"       # the MX scale layouts (E8M0 tiles in Mat / ScaleLeft / ScaleRight)
+    NN = "NN"
 
 
 ND, DN, NZ, ZN = TileLayout.ND, TileLayout.DN, TileLayout.NZ, TileLayout.ZN
+ZZ, NN = TileLayout.ZZ, TileLayout.NN
 
 
 class PipeType(enum.Enum):
@@ -98,6 +102,28 @@ class AtomicType(enum.Enum):
     """atomic= of pl.store: overwrite (AtomicNone) or add into GM (AtomicAdd)."""
     AtomicNone = "AtomicNone"
     AtomicAdd = "AtomicAdd"
+
+
+class TilePad(enum.Enum):
+    """pad= of a TileType: what pl.fillpad writes outside the valid region (floats: +-inf for
+    max / min, integers: the dtype's extremes)."""
+    null = "null"
+    zero = "zero"
+    max = "max"
+    min = "min"
+
+
+class FillPadMode(enum.Enum):
+    """mode= of pl.fillpad."""
+    NORMAL = "NORMAL"
+    EXPAND = "EXPAND"
+    INPLACE = "INPLACE"
+
+
+class QuantMode(enum.Enum):
+    """mode= of pl.quant: symmetric (int8) or asymmetric (uint8, with an offset)."""
+    SYM = "SYM"
+    ASYM = "ASYM"
 
 
 class AccToVecMode(enum.Enum):
@@ -133,9 +159,14 @@ class SyncAllMode(enum.Enum):
 
 # byte alignment of a tile address per space (make_tile.md)
 # (Bias: the bias table, 32 B as every on-chip buffer in buffer_limits.hpp; hardware-model.md)
-ALIGN = {"ub": 32, "l1": 32, "l0a": 512, "l0b": 512, "l0c": 64, "bias": 32}
+ALIGN = {"ub": 32, "l1": 32, "l0a": 512, "l0b": 512, "l0c": 64, "bias": 32,
+         "scale_left": 32, "scale_right": 32}
 DEFAULT_LAYOUT = {"ub": TileLayout.ND, "l1": TileLayout.NZ, "l0a": TileLayout.NZ,
-                  "l0b": TileLayout.ZN, "l0c": TileLayout.NZ, "bias": TileLayout.ND}
+                  "l0b": TileLayout.ZN, "l0c": TileLayout.NZ, "bias": TileLayout.ND,
+                  "scale_left": TileLayout.ZZ, "scale_right": TileLayout.NN}
+# the 950's ScaleLeft / ScaleRight: 4 KiB each beside L0A / L0B (MemorySpace.md), scale
+# address = data address >> 4; a5 only (prolang/ops_more.py)
+SCALE_BYTES = 4096
 # the bias table's bytes per arch (hardware-model.md: 1 KiB on A2/A3, 4 KiB on the 950): the
 # target files do not list it (Tensor mode never uses it), so Pro mode adds it
 BIAS_BYTES = {"a2": 1024, "a3": 1024, "950": 4096}
@@ -158,7 +189,11 @@ class TileType:
                                f"{target_memory!r}")
         if target_memory.value not in ALIGN:
             raise CompileError(f"tiles in MemorySpace.{target_memory.name} are not supported "
-                               f"yet (use Vec, Mat, Left, Right, Acc or Bias)")
+                               f"yet (use Vec, Mat, Left, Right, Acc, Bias, ScaleLeft or "
+                               f"ScaleRight)")
+        if target_memory.value.startswith("scale_") and dtype.name != "e8m0":
+            raise CompileError(f"a {target_memory.name} tile holds MX scales: pl.DT_FP8E8M0, "
+                               f"not {dtype}")
         if target_memory is MemorySpace.Bias and (shape[0] != 1 or dtype.name not in
                                                    ("f32", "i32")):
             raise CompileError(f"a Bias tile is one row of the accumulator's dtype: [1, N] "
@@ -173,8 +208,8 @@ class TileType:
                                f"{valid_shape!r}")
         self.layout = layout if layout is not None else DEFAULT_LAYOUT[self.space]
         if not isinstance(self.layout, TileLayout):
-            raise CompileError(f"TileType layout must be pl.ND, pl.DN, pl.NZ or pl.ZN, not "
-                               f"{layout!r}")
+            raise CompileError(f"TileType layout must be pl.ND, pl.DN, pl.NZ, pl.ZN, pl.ZZ or "
+                               f"pl.NN, not {layout!r}")
         self.fractal, self.pad, self.compact = fractal, pad, compact
 
     @property

@@ -153,8 +153,9 @@ class ProKernel:
             state._STATE.pop()
         if not t.programs:
             raise CompileError(f"kernel {self.name} has no tile instructions", None)
-        if not any(x.type.space == "bias" for x in t.tiles):
-            target_buffers = {s: n for s, n in target_buffers.items() if s != "bias"}
+        for sp in ("bias", "scale_left", "scale_right"):    # only the buffers a kernel uses
+            if not any(x.type.space == sp for x in t.tiles):
+                target_buffers = {s: n for s, n in target_buffers.items() if s != sp}
         doc = _document(self, t, scalars, key, target_buffers)
         for p in self.tensors:              # STATIC sizes: symbols with their value
             for axis, d in enumerate(p.spec.shape):

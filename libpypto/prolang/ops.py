@@ -29,7 +29,7 @@ from __future__ import annotations
 from ..ir import expr as E
 from ..ir.core import make
 from ..ir.defs import pipe_of
-from ..ir.types import BOOL, TensorType
+from ..ir.types import BOOL, FP8, TensorType
 from .dsl import AtomicType, ReluPreMode, Scalar, TileLayout, expr_of
 from .state import current
 from .tiles import Tile
@@ -41,7 +41,8 @@ VECTOR_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximu
                  "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
 COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
 SPACE_NAME = {"ub": "Vec", "l1": "Mat", "l0a": "Left", "l0b": "Right", "l0c": "Acc",
-              "bias": "Bias"}
+              "bias": "Bias", "scale_left": "ScaleLeft", "scale_right": "ScaleRight"}
+MORE: dict = {}     # load_scale, move_scale: registered by ops_more.py (MX scales)
 
 
 class TensorView:
@@ -170,6 +171,8 @@ def load(dst, src, offsets, order=None):
     if dst.type.space not in ("ub", "l1"):
         raise t.error(f"load into a {SPACE_NAME[dst.type.space]} tile: GM loads go to Vec or "
                       f"Mat (then pl.move to Left/Right/Bias)")
+    if dst.type.space == "l1" and dst.type.layout.name in ("ZZ", "NN"):   # MX scales
+        return MORE["load_scale"](t, dst, src, offsets, order)
     _same_dtype(t, "load", dst, src)
     offs, valid = _box(t, dst, src, offsets, "load", order)
     return emit("tload", [dst, src], _ordered({"offsets": offs, "valid": valid},
@@ -213,6 +216,10 @@ def store(dst, src, offsets, relu_pre_mode=None, scale=None, atomic=None, phase=
         raise t.error(f"store from a {SPACE_NAME[src.type.space]} tile: stores go from Vec "
                       f"or Acc")
     _same_dtype(t, "store", src, dst)
+    if dst.dtype.c_type == "uint8_t" and dst.dtype.kind == "float" and \
+            src.type.dtype != dst.dtype:
+        raise t.error(f"store of {src.type.dtype} into a {dst.dtype} tensor: converting to "
+                      f"8-bit floats is not built")
     offs, valid = _box(t, src, dst, offsets, "store", order)
     attrs = _ordered({"offsets": offs, "valid": valid}, len(dst.dims), t, "store", order)
     attrs.update(fixpipe_options(t, "pl.store", src, relu_pre_mode, scale))
@@ -295,6 +302,8 @@ def move(dst, src, offset=None, acc_to_vec_mode=None, relu_pre_mode=None, scale=
         return emit("textract", [dst, src], {"offsets": offs, "valid": list(dst.valid)})
     if ds == "bias":
         return _move_bias(t, dst, src, offset)
+    if ds in ("scale_left", "scale_right"):
+        return MORE["move_scale"](t, dst, src)
     legal = {("l0c", "ub"), ("l1", "ub"), ("ub", "l1"), ("ub", "ub")}
     if (ss, ds) not in legal:
         raise t.error(f"move from {SPACE_NAME[ss]} to {SPACE_NAME[ds]} is not a path of the "
@@ -356,7 +365,16 @@ def insert(dst, src, offset):
 
 # -- vector compute ---------------------------------------------------------------------------
 
+def no_fp8(t, what: str, tiles) -> None:
+    """fp8 / E8M0 tiles only move and feed pl.matmul_mx (ops_more.py)."""
+    for x in tiles:
+        if x.type.dtype.name in FP8:
+            raise t.error(f"{what} on tile {x.name} of {x.type.dtype}: 8-bit float tiles only "
+                          f"move (load, store, move, insert) and feed pl.matmul_mx")
+
+
 def _vector(t, what: str, tiles: list, same_dtype=True) -> None:
+    no_fp8(t, what, tiles)
     for x in tiles:
         if x.type.space != "ub":
             raise t.error(f"{what} is a vector op: tile {x.name} is in "

@@ -60,6 +60,8 @@ def prepare(doc, given: dict, env: dict, seed: int = 0) -> dict[str, np.ndarray]
 
 
 def random_array(rng, shape, dt) -> np.ndarray:
+    if dt.name == "e8m0":               # MX block scales: powers of two around 1
+        return np.ldexp(1.0, rng.integers(-3, 4, shape)).astype(dt.np)
     if dt.kind == "float":
         return rng.standard_normal(shape, dtype=np.float32).astype(dt.np)
     if dt.kind == "bool":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import PyptoError
 from .interp import cast_array, elementwise, is_float, reduce_array, sort_rows, work
 from .philox import uniform_block
 
@@ -234,6 +235,11 @@ def tvf(*_operands, **_attrs) -> None:
     """Reg instructions (libpypto/ir/reg_ops.py) run on the Pro runner (runtime/pro_vf.py):
     a Tensor-mode numpy program never has one."""
     raise NotImplementedError("Reg instructions run only in Pro kernels (the Pro runner)")
+def tpro_only(*_args, **_attrs) -> None:
+    """The Pro-only instructions (libpypto/ir/tile_ops_more.py): Tensor mode never makes
+    them; the Pro runner (pro_exec_more.py) runs them."""
+    raise PyptoError("a Pro-only instruction (MX matmul, quant, sort32, ...) runs only on "
+                     "the Pro runner")
 
 
 def tsync(**_attrs) -> None:

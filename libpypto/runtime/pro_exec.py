@@ -589,6 +589,9 @@ def _gm(core, op, env):
 def _tload(core, op, env):
     src, r, c = _gm(core, op, env)
     dst = core.vals[op.operands[0]]
+    if "mx" in op.attrs:                # an MX scale load (pro_exec_more.py)
+        core.cluster.bytes += src.nbytes
+        return load_mx(core, op, env, src, dst)
     a0, a1 = op.attrs.get("order") or (0, 1)
     box = src.reshape(c, r).T if a0 > a1 else src.reshape(r, c)   # descending: transposed
     _put(dst[:r, :c], box)
@@ -704,3 +707,7 @@ KERNELS.update(_pro_debug.KERNELS)
 from .pro_pipeline import KERNELS as _PIPELINE   # noqa: E402 -- L0C -> UB (pipeline.py)
 
 KERNELS.update(_PIPELINE)
+
+from .pro_exec_more import KERNELS_MORE, load_mx   # noqa: E402 -- issue 9 item 4
+
+KERNELS.update(KERNELS_MORE)

@@ -11,7 +11,7 @@ from libpypto.ir.core import LEVELS, Document, Loc, clone_ops, copy_doc, level_i
 
 def test_dtypes():
     assert list(T.DTYPES) == ["f32", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "u16",
-                             "u32", "u64", "bool"]
+                             "u32", "u64", "bool", "f8e4m3", "f8e5m2", "e8m0"]
     for d in T.DTYPES.values():
         assert T.dtype(d.name) is d
         assert d.np.itemsize == d.itemsize
