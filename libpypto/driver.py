@@ -341,8 +341,12 @@ def simulated_target(target):
     file or a Target, e.g. with --target-set overrides); None otherwise."""
     if target is None:
         return None
+    from .targets.costs import Costs
     tgt = target_for(None, target)
-    return None if tgt.name == "host" else tgt
+    if tgt.name == "host":
+        return None
+    Costs(tgt)              # a description the simulator cannot use fails before the run
+    return tgt
 
 
 def simulate(doc: Document, target, env: dict, data: dict | None = None,

@@ -71,8 +71,9 @@ def sim_lines(sim: dict) -> list:
             f" us included); bound: {why}")
     busy = ", ".join(f"{k} {100 * v:.0f} %" for k, v in u.items() if v >= 0.005)
     rd, wr = sim["hbm_bytes"]
-    traffic = (f"HBM {rd / 1e6:.3f} MB read, {wr / 1e6:.3f} MB written, L2 hits "
-               f"{sim['l2_hit_bytes'] / 1e6:.3f} MB")
+    traffic = (f"HBM {rd / 1e6:.3f} MB read, {wr / 1e6:.3f} MB written; L2 "
+               f"{sim['l2_hit_bytes'] / 1e6:.3f} MB read hits, "
+               f"{sim.get('l2_write_bytes', 0) / 1e6:.3f} MB written")
     return [head, f"utilisation (busiest core per pipe): {busy or 'none'}; {traffic}"]
 
 

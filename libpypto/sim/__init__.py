@@ -243,7 +243,7 @@ def _summary(eng, costs, kinds, target, extra: dict) -> dict:
     util = {p: max((eng.busy[c][i] for c in used), default=0.0) / span
             for i, p in enumerate(PIPES)}
     hbm = (eng.hbm_read + eng.hbm_write) / (costs.hbm * span)
-    l2 = eng.l2_hit_bytes / (costs.l2_bw * span) if costs.l2_bw else 0.0
+    l2 = (eng.l2_hit_bytes + eng.l2_write_bytes) / (costs.l2_bw * span) if costs.l2_bw else 0.0
     pool = {**util, "HBM": hbm, "L2": l2}
     top = max(pool, key=lambda k: (pool[k], k == "HBM"))
     clock = costs.clock_hz
@@ -256,6 +256,7 @@ def _summary(eng, costs, kinds, target, extra: dict) -> dict:
         "busiest": top,
         "hbm_bytes": [int(eng.hbm_read), int(eng.hbm_write)],
         "l2_hit_bytes": int(eng.l2_hit_bytes),
+        "l2_write_bytes": int(eng.l2_write_bytes),
         "pipes": list(PIPES),
         "busy": [[c, kinds[c]] + [int(round(b)) for b in eng.busy[c]] for c in used],
         "events": sorted([c, p, int(s), int(e), g, o] for c, p, s, e, g, o in eng.events),

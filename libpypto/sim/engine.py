@@ -14,9 +14,13 @@ shared resources causal: everything a transfer's finish makes ready starts no ea
 L2 (when the target has one): a least-recently-used cache of GM boxes (tensor, offsets,
 shape), holding as many as fit in its bytes. A load of a box in L2 is a hit (L2 bandwidth,
 hit latency, and no earlier than the box arrives); otherwise a miss (HBM bandwidth, miss
-latency) that brings the box in. Stores write through to HBM and leave the box in L2, so a
-later load of what another core stored is a hit. Boxes are matched exactly: a load that
-overlaps a cached box without being it misses (conservative).
+latency) that brings the box in. A store, with the target's `l2.write_back` = 1, writes
+the box into L2 at L2 bandwidth and marks it dirty: it reaches HBM (taking HBM bandwidth)
+when it is evicted, and a box still dirty when the run ends is not waited for (a kernel
+ends when its stores are in L2). With write_back = 0 a store writes through to HBM and
+leaves the box in L2. Either way a later load of what another core stored is a hit.
+Boxes are matched exactly: a load that overlaps a cached box without being it misses
+(conservative).
 """
 from __future__ import annotations
 
@@ -85,7 +89,7 @@ class Engine:
         self.l2 = Calendar(costs.l2_bw) if costs.l2_bytes and costs.l2_bw else None
         self.lru: OrderedDict = OrderedDict()
         self.l2_used = 0
-        self.l2_hit_bytes = self.hbm_read = self.hbm_write = 0.0
+        self.l2_hit_bytes = self.l2_write_bytes = self.hbm_read = self.hbm_write = 0.0
         self.busy = [[0.0] * npipes for _ in range(ncores)]
         self.mail: dict = {}
         self.waiters: dict = {}
@@ -171,7 +175,12 @@ class Engine:
         key, nbytes, rate, store, _ = r.st.gm[i]
         c, t = self.c, self.now
         begin = t + r.st.dur[i]
-        if store:
+        if store and self.l2 is not None and c.write_back and key is not None and \
+                nbytes <= c.l2_bytes:
+            end = self.l2.reserve(begin + c.l2_hit, nbytes, rate)
+            self.l2_write_bytes += nbytes
+            self._cache(key, nbytes, end, dirty=True)
+        elif store:
             end = self.hbm.reserve(begin, nbytes, rate)
             self.hbm_write += nbytes
             self._cache(key, nbytes, end)
@@ -189,16 +198,21 @@ class Engine:
                 self._cache(key, nbytes, end)
         self._finish(r, i, t, end)
 
-    def _cache(self, key, nbytes: float, avail: float) -> None:
+    def _cache(self, key, nbytes: float, avail: float, dirty: bool = False) -> None:
+        """Put a box in L2 (most recently used), evicting the least recently used boxes
+        that no longer fit; a dirty box evicted is written to HBM then (write-back)."""
         if self.l2 is None or key is None or nbytes > self.c.l2_bytes:
             return
         old = self.lru.pop(key, None)
         if old is not None:
             self.l2_used -= old[0]
         while self.l2_used + nbytes > self.c.l2_bytes and self.lru:
-            _, (size, _) = self.lru.popitem(last=False)
+            _, (size, _, was_dirty) = self.lru.popitem(last=False)
             self.l2_used -= size
-        self.lru[key] = (nbytes, avail)
+            if was_dirty:
+                self.hbm.reserve(self.now, size, self.c.hbm)
+                self.hbm_write += size
+        self.lru[key] = (nbytes, avail, dirty)
         self.l2_used += nbytes
 
     def stuck(self) -> list:

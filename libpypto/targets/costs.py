@@ -76,6 +76,7 @@ class Costs:
         self.l2_bw = float(l2["bandwidth"]) * 1e9 / self.clock_hz if l2 else 0.0
         self.l2_hit = float(l2.get("hit_cycles", 0))
         self.l2_miss = float(l2.get("miss_cycles", 0))
+        self.write_back = bool(l2.get("write_back", 0))
         self.launch = float(d.get("launch_overhead_us", 0.0)) * 1e-6 * self.clock_hz
         self.dispatch = float(d.get("task_overhead_us", 0.0)) * 1e-6 * self.clock_hz
 
