@@ -8,13 +8,14 @@ import numpy as np
 import libpypto as pypto
 
 D = 128
+S = "S"                             # the sequence length, a named size
 
 
 @pypto.jit
-def flash_attention(q: pypto.Tensor[["S", D], pypto.DT_FP16],
-                    k: pypto.Tensor[["S", D], pypto.DT_FP16],
-                    v: pypto.Tensor[["S", D], pypto.DT_FP16],
-                    o: pypto.Tensor[["S", D], pypto.DT_FP32], blk: int = 128):
+def flash_attention(q: pypto.Tensor[[S, D], pypto.DT_FP16],
+                    k: pypto.Tensor[[S, D], pypto.DT_FP16],
+                    v: pypto.Tensor[[S, D], pypto.DT_FP16],
+                    o: pypto.Tensor[[S, D], pypto.DT_FP32], blk: int = 128):
     pypto.set_cube_tile_shapes([128, 128], [128, 128], [128, 128])
     pypto.set_vec_tile_shapes(64, 128)
     n = q.shape[0]

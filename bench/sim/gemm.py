@@ -5,11 +5,13 @@ import numpy as np
 
 import libpypto as pypto
 
+M, N, K = "M", "N", "K"             # named sizes (a name shared across parameters)
+
 
 @pypto.jit
-def gemm(a: pypto.Tensor[["M", "K"], pypto.DT_FP16],
-         b: pypto.Tensor[["K", "N"], pypto.DT_FP16],
-         c: pypto.Tensor[["M", "N"], pypto.DT_FP32]):
+def gemm(a: pypto.Tensor[[M, K], pypto.DT_FP16],
+         b: pypto.Tensor[[K, N], pypto.DT_FP16],
+         c: pypto.Tensor[[M, N], pypto.DT_FP32]):
     pypto.set_cube_tile_shapes([128, 128], [64, 256], [256, 256])
     c[:] = pypto.matmul(a, b, pypto.DT_FP32)
 

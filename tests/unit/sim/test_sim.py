@@ -12,7 +12,7 @@ from libpypto.driver import lower, simulate, trace
 from libpypto.errors import PyptoError, UsageError
 from libpypto.sim.flatten import Context, Flattener
 from libpypto.targets import load_target, override
-from libpypto.targets.costs import PIPE_INDEX, Costs
+from libpypto.targets.costs import Costs
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 EX = ROOT / "examples"
