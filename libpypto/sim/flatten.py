@@ -77,6 +77,7 @@ class Flattener:
         self.ops = [[op for op in p.walk() if op is not p] for p in programs]
         self.index = [{id(op): i for i, op in enumerate(ops)} for ops in self.ops]
         self.regions = [self._regions(p) for p in programs] if not pro else None
+        self.templates: dict = {}
 
     def flatten(self, pi: int, env: dict, ctx: Context) -> Stream:
         st = Stream(pi)
@@ -91,69 +92,76 @@ class Flattener:
                 continue
             if n == "for":
                 a = op.attrs
-                lo, hi, step = (int(E.evaluate(a[k], env)) for k in ("start", "stop", "step"))
+                lo, hi, step = (int(_fn(a[k])(env)) for k in ("start", "stop", "step"))
                 for i in range(lo, hi, step):
                     env[a["var"]] = i
                     self._block(pi, op.regions[0], env, st, state)
             elif n == "if":
-                arm = 0 if E.evaluate(op.attrs["cond"], env) else 1
+                arm = 0 if _fn(op.attrs["cond"])(env) else 1
                 self._block(pi, op.regions[arm], env, st, state)
             else:
                 self._instr(pi, op, env, st, state)
 
     def _instr(self, pi, op, env, st, state) -> None:
-        pipe = PIPE_INDEX.get(op.attrs.get("pipe", "S"), S)
-        oid = self.index[pi][id(op)]
-        if self.pro and op.name in _SYNC:
-            _SYNC[op.name](self, op, env, st, state, pipe, oid)
+        t = self.templates.get(id(op))
+        if t is None:
+            t = self.templates[id(op)] = _Template(self, pi, op)
+        pipe = t.pipe
+        if self.pro and t.sync is not None:
+            t.sync(self, op, env, st, state, pipe, t.oid)
             return
-        dur, gm = self.cost(op, env, state.ctx)
-        preds = set()
-        if state.last[pipe] >= 0:
-            preds.add(state.last[pipe])
-        if not self.pro:
-            self._tile_deps(pi, op, preds, state)
-        if gm is not None and not self.pro:
-            self._gm_deps(op, gm, preds, state, len(st))
-        i = st.add(pipe, dur, gm, tuple(sorted(preds)), oid)
+        dur, gm = t.cost(env, state.ctx)
+        last = state.last[pipe]
+        if self.pro:
+            i = st.add(pipe, dur, gm, (last,) if last >= 0 else (), t.oid)
+            state.last[pipe] = i
+            return
+        preds = {last} if last >= 0 else set()
+        writer, readers = state.writer, state.readers
+        for over in t.reads:
+            for r in over:
+                w = writer.get(r, -1)
+                if w >= 0:
+                    preds.add(w)
+        for _, over in t.writes:
+            for r in over:
+                w = writer.get(r, -1)
+                if w >= 0:
+                    preds.add(w)
+                rd = readers.get(r)
+                if rd:
+                    preds.update(rd.values())
+        if gm is not None:
+            self._gm_deps(gm, preds, state, len(st))
+        i = st.add(pipe, dur, gm, tuple(sorted(preds)), t.oid)
         state.last[pipe] = i
-        if not self.pro:
-            self._tile_update(pi, op, i, pipe, state)
+        for over in t.reads:
+            for r in over:
+                rd = readers.get(r)
+                if rd is None:
+                    rd = readers[r] = {}
+                rd[pipe] = i
+        for key, over in t.writes:
+            for r in over:
+                writer[r] = i
+            readers.pop(key, None)
 
     # -- costs ------------------------------------------------------------------------------
-    def cost(self, op, env, ctx) -> tuple:
-        """(cycles, None) for on-chip work; (setup cycles, GM transfer) for a GM move."""
+    def static_cost(self, op, tiles) -> float:
+        """Cycles of an instruction whose cost no size changes (vector, on-chip moves)."""
         c, n = self.costs, op.name
-        tiles = [v.type for v in op.operands if isinstance(v.type, TileType)]
-        if n in ("tload", "tstore", "tgather"):
-            t = tiles[0]
-            shape = _valid(op, env, t.shape)
-            nbytes = padded_bytes(shape, t.dtype.itemsize)
-            store = n == "tstore"
-            path = ("l0c_to_gm" if t.space == "l0c" else "ub_to_gm") if store else \
-                ("gm_to_l1" if t.space == "l1" else "gm_to_ub")
-            arg = op.operands[1].owner.attrs["index"]
-            key = None
-            if n != "tgather":
-                offs = tuple(int(E.evaluate(x, env)) for x in op.attrs["offsets"])
-                key = (ctx.tensors[arg], offs, tuple(shape))
-            return c.setup, (key, nbytes, c.path[path], store, arg)
         if n == "tscatter":
-            return c.setup, None
+            return c.setup
         if n == "tmatmul":
             acc, a, b = tiles[:3]
-            m, k = a.shape
-            nn = b.shape[1]
-            if "k_valid" in op.attrs:
-                k = max(0, min(k, int(E.evaluate(op.attrs["k_valid"], env))))
-            return c.cube(m, nn, k, a.dtype.name), None
+            return c.cube(a.shape[0], b.shape[1], a.shape[1], a.dtype.name)
         if n in ("textract", "tmov", "tinsert") and op.attrs.get("pipe") != "V":
-            return self._move(op, tiles), None
+            return self._move(op, tiles)
         big = max(tiles, key=lambda t: t.padded_nbytes(), default=None)
         if big is None:
-            return c.vec_startup, None
+            return c.vec_startup
         rows = big.shape[0] if big.shape else 1
-        return c.vector(n, big.dtype.name, big.padded_nbytes(), rows), None
+        return c.vector(n, big.dtype.name, big.padded_nbytes(), rows)
 
     def _move(self, op, tiles) -> float:
         c = self.costs
@@ -183,37 +191,105 @@ class Flattener:
                 for k in keys}
         return {v: (k, over[k]) for v, k in spans.items()}
 
-    def _tile_deps(self, pi, op, preds: set, state) -> None:
-        regions = self.regions[pi]
-        for v in sources(op):
-            for r in regions[id(v)][1]:
-                w = state.writer.get(r, -1)
-                if w >= 0:
-                    preds.add(w)
-        for v in dests(op):
-            for r in regions[id(v)][1]:
-                w = state.writer.get(r, -1)
-                if w >= 0:
-                    preds.add(w)
-                preds.update(state.readers.get(r, {}).values())
-
-    def _tile_update(self, pi, op, i, pipe, state) -> None:
-        regions = self.regions[pi]
-        for v in sources(op):
-            for r in regions[id(v)][1]:
-                state.readers.setdefault(r, {})[pipe] = i
-        for v in dests(op):
-            key, over = regions[id(v)]
-            for r in over:
-                state.writer[r] = i
-            state.readers.pop(key, None)
-
-    def _gm_deps(self, op, gm, preds, state, i) -> None:
+    def _gm_deps(self, gm, preds, state, i) -> None:
         arg = gm[4]
         if gm[3]:
             state.gm_store[arg] = i
         elif arg in state.gm_store:
             preds.add(state.gm_store[arg])
+
+
+class _Template:
+    """What an instruction costs and touches, worked out once per static op: its pipe, its
+    tile regions (Tensor mode), its fixed cycles, or the compiled expressions its cost
+    depends on (valid shapes, offsets, k)."""
+
+    def __init__(self, fl, pi, op):
+        self.fl, self.op = fl, op
+        self.pipe = PIPE_INDEX.get(op.attrs.get("pipe", "S"), S)
+        self.oid = fl.index[pi][id(op)] if pi is not None else 0
+        self.sync = _SYNC.get(op.name) if fl.pro else None
+        regions = fl.regions[pi] if fl.regions is not None and pi is not None else {}
+        self.reads = [regions[id(v)][1] for v in sources(op) if id(v) in regions]
+        self.writes = [regions[id(v)] for v in dests(op) if id(v) in regions]
+        self.tiles = [v.type for v in op.operands if isinstance(v.type, TileType)]
+        self.fixed = None
+        self.memo: dict = {}
+        n = op.name
+        if n in ("tload", "tstore", "tgather"):
+            self.kind = "gm"
+            t = self.tiles[0]
+            store = n == "tstore"
+            path = ("l0c_to_gm" if t.space == "l0c" else "ub_to_gm") if store else \
+                ("gm_to_l1" if t.space == "l1" else "gm_to_ub")
+            self.rate, self.store = fl.costs.path[path], store
+            self.arg = op.operands[1].owner.attrs["index"]
+            v = op.attrs.get("valid")
+            self.valid = [_fn(x) for x in v] if v is not None else None
+            self.offs = [_fn(x) for x in op.attrs["offsets"]] if n != "tgather" else None
+        elif n == "tmatmul" and "k_valid" in op.attrs:
+            self.kind, self.k = "matmul", _fn(op.attrs["k_valid"])
+        else:
+            self.kind = "fixed"
+            self.fixed = fl.static_cost(op, self.tiles)
+
+    def cost(self, env, ctx) -> tuple:
+        if self.kind == "fixed":
+            return self.fixed, None
+        if self.kind == "matmul":
+            k = int(self.k(env))
+            got = self.memo.get(k)
+            if got is None:
+                acc, a, b = self.tiles[:3]
+                kk = max(0, min(a.shape[1], k))
+                got = self.memo[k] = self.fl.costs.cube(a.shape[0], b.shape[1], kk,
+                                                        a.dtype.name)
+            return got, None
+        t = self.tiles[0]
+        shape = tuple(t.shape) if self.valid is None else \
+            tuple(max(0, min(int(f(env)), d)) for f, d in zip(self.valid, t.shape))
+        nbytes = self.memo.get(shape)
+        if nbytes is None:
+            nbytes = self.memo[shape] = padded_bytes(shape, t.dtype.itemsize)
+        key = None
+        if self.offs is not None:
+            key = (ctx.tensors[self.arg], tuple(int(f(env)) for f in self.offs), shape)
+        return self.fl.costs.setup, (key, nbytes, self.rate, self.store, self.arg)
+
+
+def _fn(e):
+    """A function of env computing expression e (ir/expr.py), built once per expression:
+    closures over the tree, so evaluating it costs a few calls, not a tree walk."""
+    got = _FNS.get(e) if not isinstance(e, int) else None
+    if got is not None:
+        return got
+    f = _build(e)
+    if not isinstance(e, int):
+        _FNS[e] = f
+    return f
+
+
+_FNS: dict = {}
+
+
+def _build(e):
+    if isinstance(e, int):
+        return lambda env, v=e: v
+    op, args = e.op, e.args
+    if op == "sym":
+        name = args[0]
+        return lambda env: env[name]
+    fs = [_fn(a) for a in args]
+    if op == "add" and len(fs) == 2:
+        f0, f1 = fs
+        return lambda env: f0(env) + f1(env)
+    if op == "mul" and len(fs) == 2:
+        f0, f1 = fs
+        return lambda env: f0(env) * f1(env)
+    if op == "min" and len(fs) == 2:
+        f0, f1 = fs
+        return lambda env: min(f0(env), f1(env))
+    return lambda env: E.evaluate(e, env)
 
 
 class _State:
@@ -226,13 +302,6 @@ class _State:
         self.flags: dict = {}
         self.mutex: dict = {}
         self.count: dict = {}
-
-
-def _valid(op, env, shape) -> tuple:
-    v = op.attrs.get("valid")
-    if v is None:
-        return tuple(shape)
-    return tuple(max(0, min(int(E.evaluate(x, env)), s)) for x, s in zip(v, shape))
 
 
 # -- Pro mode: the sync instructions ------------------------------------------------------------
