@@ -161,7 +161,8 @@ class Flattener:
         if big is None:
             return c.vec_startup
         rows = big.shape[0] if big.shape else 1
-        return c.vector(n, big.dtype.name, big.padded_nbytes(), rows)
+        return c.vector(n, big.dtype.name, big.padded_nbytes(), rows,
+                        scalar="scalar" in op.attrs)
 
     def _move(self, op, tiles) -> float:
         c = self.costs

@@ -10,7 +10,8 @@ a target may leave out: without `[l2]` there is no L2 (every read goes to HBM), 
 Instruction costs, in cycles of the target's clock:
 - vector (pipe V): `startup + repeats x cycles_per_repeat(class, dtype)`, a repeat being
   `repeat_bytes` (256 B) of the largest operand tile as the buffer stores it (rows padded
-  to 32 B). The class of an instruction comes from VECTOR_CLASS (below); a reduction adds
+  to 32 B). The class of an instruction comes from VECTOR_CLASS (below; a binary op with a
+  scalar operand, TADDS / TMULS, is "simple"); a reduction adds
   `dependent_cycles` per level of its combining tree (log2 of the repeats per reduced row).
 - cube (pipe M): `cube_startup + ceil(m/16) ceil(n/16) ceil(k/base_k) r` with base_k =
   32 B / element size and r = 2 x 16 x 16 x base_k / cube FLOP per cycle of the dtype (1
@@ -81,9 +82,13 @@ class Costs:
         self.dispatch = float(d.get("task_overhead_us", 0.0)) * 1e-6 * self.clock_hz
 
     # -- per instruction ------------------------------------------------------------------
-    def vector(self, name: str, dtype: str, nbytes: int, rows: int = 1) -> float:
-        """Cycles of a vector instruction over nbytes (padded) of its largest tile."""
+    def vector(self, name: str, dtype: str, nbytes: int, rows: int = 1,
+               scalar: bool = False) -> float:
+        """Cycles of a vector instruction over nbytes (padded) of its largest tile; a
+        binary op with a scalar operand (TADDS, TMULS) is a simple one."""
         cls = VECTOR_CLASS.get(name, "composite")
+        if scalar and cls == "binary":
+            cls = "simple"
         per = self.repeat_cycles[cls]
         if isinstance(per, dict):
             per = per.get(dtype, max(per.values()))

@@ -36,6 +36,7 @@ def test_vector_cost_by_class_and_dtype():
     assert c.vector("texp", "f16", 65536) == 30 + 1024
     assert c.vector("texp", "f32", 65536) == 30 + 512
     assert c.vector("tsin", "f32", 65536) == 30 + 16 * 256
+    assert c.vector("tmul", "f32", 65536, scalar=True) == 30 + 256       # TMULS
     # a row reduction of 64 rows of 1 KiB: 2 per repeat plus a dependent level per halving
     assert c.vector("treduce", "f32", 65536, rows=64) == 30 + 512 + 18 * 3
 
