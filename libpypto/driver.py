@@ -322,15 +322,54 @@ def run(doc: Document, backend: str | None = None, target=None, trust_code: bool
     document's programs; trust_code=True runs it as it is (hand-edited C)."""
     from .runtime import code_op, resolve_backend, run_code
     _require_at_most(doc, "code", "pypto-run")
+    sim = simulated_target(target)
     if is_pro(doc):
-        return _run_pro(doc, backend, target, trust_code, opts)
+        rec = _run_pro(doc, backend, target, trust_code, dict(opts))
+        return _simulate(doc, rec, sim, opts) if sim else rec
     have = code_op(doc).attrs["backend"] if doc.level == "code" else None
     want, notice = resolve_backend(backend or have or "c")
     if want != have:
         doc = emit(doc, want, target)
     elif want == "c" and not trust_code:
         _check_source(doc)
-    return run_code(doc, target=target, notice=notice, **opts)
+    rec = run_code(doc, target=target, notice=notice, **opts)
+    return _simulate(doc, rec, sim, opts) if sim else rec
+
+
+def simulated_target(target):
+    """The Target a run is also simulated on: --target given and not the host (a name, a
+    file or a Target, e.g. with --target-set overrides); None otherwise."""
+    if target is None:
+        return None
+    from .targets.costs import Costs
+    tgt = target_for(None, target)
+    if tgt.name == "host":
+        return None
+    Costs(tgt)              # a description the simulator cannot use fails before the run
+    return tgt
+
+
+def simulate(doc: Document, target, env: dict, data: dict | None = None,
+             block_dim: int | None = None) -> dict:
+    """Time one run of doc on a target with the pipe-level simulator (libpypto.sim): the
+    record pypto-run --target keeps as its run op's `sim` attribute."""
+    from .sim import simulate as sim
+    return sim(doc, target_for(doc, target), env, data, block_dim)
+
+
+def _simulate(doc: Document, rec: Document, target, opts: dict) -> Document:
+    """The run record with the simulated timeline of the same run on target."""
+    from .analysis.expand import reads_of
+    a = rec.body[0].attrs
+    env = dict(a["bindings"])
+    data = None
+    if not is_pro(doc) and reads_of(doc):     # loop bounds read from the inputs
+        from .runtime import data as D
+        given = dict(opts.get("inputs") or {})
+        data = D.prepare(doc, given, env, opts.get("seed", 0))
+    a["sim"] = simulate(doc, target, env, data, opts.get("block_dim") if is_pro(doc) else None)
+    a["environment"]["target"] = target.name
+    return rec
 
 
 def _check_source(doc: Document) -> None:

@@ -215,6 +215,11 @@ def _granules(boxes: list, shapes: list) -> list:
 
 
 def _dependencies(boxes: list, first: list, shapes: list, total: int) -> list:
+    """Per instance, the sorted ids of the instances it waits for (RAW, WAW, WAR over the
+    granules of every GM tensor). A launch whose instances each cover one granule of a
+    tensor (the common case) is handled with whole-array operations for that tensor; no
+    per-instance numpy call remains (np.unique per instance made 1.5 M instances take
+    minutes)."""
     gran = _granules(boxes, shapes)
     last_w = [np.full(max(1, int(np.prod(c))), -1, np.int64) for _, c in gran]
     readers: list[dict] = [dict() for _ in shapes]
@@ -228,45 +233,83 @@ def _dependencies(boxes: list, first: list, shapes: list, total: int) -> list:
             g, counts = gran[gm]
             fl = _flat_boxes(lo, hi, g, counts, shapes[gm])
             flats.append((gm, mode, fl))
-            for i, cells in enumerate(fl):
-                if cells.size == 0:
-                    continue
-                w = last_w[gm][cells]
-                deps[i].update(int(x) for x in np.unique(w[w >= 0]))
-                if mode == "w":
-                    rd = readers[gm]
-                    for c in cells.tolist():
-                        deps[i].update(rd.get(c, ()))
+            _collect(deps, fl, last_w[gm], readers[gm] if mode == "w" else None)
         for gm, mode, fl in flats:
             if mode == "r":
                 rd = readers[gm]
-                for i, cells in enumerate(fl):
-                    for c in cells.tolist():
+                for i, cells in _cells(fl):
+                    for c in cells:
                         rd.setdefault(c, []).append(base + i)
         for gm, mode, fl in flats:
             if mode == "w":
-                rd = readers[gm]
-                for i, cells in enumerate(fl):
-                    prev = last_w[gm][cells]
-                    if ((prev >= base) & (prev != base + i)).any():
-                        raise InputError(f"the instances of one task write overlapping "
-                                         f"regions of GM tensor {gm} (a task's write "
-                                         f"footprints must be disjoint)")
-                    last_w[gm][cells] = base + i
-                    for c in cells.tolist():
-                        rd.pop(c, None)
+                _written(fl, last_w[gm], readers[gm], base, gm)
         for i in range(n):
             preds[base + i] = sorted(deps[i])
     # a task that touches no GM (its result unused, its store removed): no dependences
     return [p if p is not None else [] for p in preds]
 
 
-def _flat_boxes(lo, hi, g, counts, shape) -> list:
-    """Flat granule indices covered by each instance's box [lo, hi)."""
+def _cells(fl):
+    """(instance, list of granules) pairs of a flat-box result (array or list of arrays)."""
+    if isinstance(fl, np.ndarray):
+        return enumerate([c] for c in fl.tolist())
+    return ((i, c.tolist()) for i, c in enumerate(fl))
+
+
+def _collect(deps: list, fl, last_w, readers) -> None:
+    """Add to deps the last writer of every granule each instance touches and, for a
+    write (readers given), the readers since."""
+    if isinstance(fl, np.ndarray):
+        w = last_w[fl]
+        for i, x in zip(np.nonzero(w >= 0)[0].tolist(), w[w >= 0].tolist()):
+            deps[i].add(x)
+    else:
+        for i, cells in enumerate(fl):
+            if cells.size:
+                w = last_w[cells]
+                deps[i].update(set(w[w >= 0].tolist()))
+    if readers:
+        for i, cells in _cells(fl):
+            for c in cells:
+                r = readers.get(c)
+                if r:
+                    deps[i].update(r)
+
+
+def _written(fl, last_w, readers, base: int, gm: int) -> None:
+    """Record the instances of a launch as the last writers of the granules they write
+    (refusing two instances of one launch writing one granule)."""
+    if isinstance(fl, np.ndarray):
+        ids = base + np.arange(fl.shape[0], dtype=np.int64)
+        prev = last_w[fl]
+        if np.unique(fl).size != fl.size or ((prev >= base) & (prev != ids)).any():
+            _overlap(gm)
+        last_w[fl] = ids
+        if readers:
+            for c in fl.tolist():
+                readers.pop(c, None)
+        return
+    for i, cells in enumerate(fl):
+        prev = last_w[cells]
+        if ((prev >= base) & (prev != base + i)).any():
+            _overlap(gm)
+        last_w[cells] = base + i
+        for c in cells.tolist():
+            readers.pop(c, None)
+
+
+def _overlap(gm: int):
+    raise InputError(f"the instances of one task write overlapping regions of GM tensor {gm} "
+                     f"(a task's write footprints must be disjoint)")
+
+
+def _flat_boxes(lo, hi, g, counts, shape):
+    """Flat granule indices covered by each instance's box [lo, hi): one array of n
+    indices when every box is one granule, else a list of n arrays."""
     n = lo.shape[0]
     r = len(shape)
     if r == 0:
-        return [np.zeros(1, np.int64)] * n
+        return np.zeros(n, np.int64)
     lo = np.clip(lo, 0, np.array(shape))
     hi = np.clip(hi, 0, np.array(shape))
     glo = lo // np.array(g)
@@ -274,9 +317,8 @@ def _flat_boxes(lo, hi, g, counts, shape) -> list:
     empty = np.any(hi <= lo, axis=1)
     single = np.all(ghi - glo == 1, axis=1) & ~empty
     out: list = [None] * n
-    if single.all():
-        flat = np.ravel_multi_index(tuple(glo[:, d] for d in range(r)), counts)
-        return [flat[i:i + 1] for i in range(n)]
+    if single.all():        # one granule per instance: a flat array, one entry each
+        return np.ravel_multi_index(tuple(glo[:, d] for d in range(r)), counts)
     for i in range(n):
         if empty[i]:
             out[i] = np.zeros(0, np.int64)

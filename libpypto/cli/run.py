@@ -54,7 +54,27 @@ def report(rec) -> str:
         lines.append(f"{ntasks} task{'s' if ntasks != 1 else ''} of {nprog} program"
                      f"{'s' if nprog != 1 else ''} in {took} ({how})"
                      + (f" [{sizes}]" if sizes else ""))
+    if a.get("sim"):
+        lines += sim_lines(a["sim"])
     return "".join(f"pypto-run: {printable(ln)}\n" for ln in lines)
+
+
+def sim_lines(sim: dict) -> list:
+    """The simulated run in two lines: time and bound; utilisation and traffic."""
+    u = sim["utilisation"]
+    bound = sim["bound"]
+    why = f"{bound} at {100 * u[bound]:.0f} %" if bound in u else \
+        f"latency: no pipe or memory above half busy, the busiest {sim['busiest']} at " \
+        f"{100 * u[sim['busiest']]:.0f} %"
+    head = (f"simulated on {sim['target']}: {sim['us']:.3f} us ({sim['cycles']} cycles at "
+            f"{sim['clock_ghz']:g} GHz, launch {sim['launch_cycles'] / sim['clock_ghz'] / 1e3:.3f}"
+            f" us included); bound: {why}")
+    busy = ", ".join(f"{k} {100 * v:.0f} %" for k, v in u.items() if v >= 0.005)
+    rd, wr = sim["hbm_bytes"]
+    traffic = (f"HBM {rd / 1e6:.3f} MB read, {wr / 1e6:.3f} MB written; L2 "
+               f"{sim['l2_hit_bytes'] / 1e6:.3f} MB read hits, "
+               f"{sim.get('l2_write_bytes', 0) / 1e6:.3f} MB written")
+    return [head, f"utilisation (busiest core per pipe): {busy or 'none'}; {traffic}"]
 
 
 def check_run_options(threads, repeat, backend) -> None:
@@ -79,7 +99,8 @@ def run_doc(doc, progress, inputs, single, bind, seed, outputs, threads, backend
     if is_pro(doc):
         return run(doc, inputs=arrays, bind=parse_assignments(bind, "--bind", number),
                    seed=seed, threads=threads, verify=verify, outputs_path=outputs,
-                   repeat=repeat, backend=backend, **_pro_options(doc, pro or {}))
+                   repeat=repeat, backend=backend, target=target,
+                   **_pro_options(doc, pro or {}))
     if pro and any(v is not None for v in pro.values()):
         raise UsageError("--block-dim, --expect, --no-check and --dump-dir apply to Pro "
                          "kernels")
@@ -89,7 +110,7 @@ def run_doc(doc, progress, inputs, single, bind, seed, outputs, threads, backend
     progress.phase("running", RUN_AFTER)
     return run(doc, inputs=arrays, bind=parse_assignments(bind, "--bind"), seed=seed,
                threads=threads, backend=backend, verify=verify, outputs_path=outputs,
-               repeat=repeat, trust_code=trust_code)
+               repeat=repeat, trust_code=trust_code, target=target)
 
 
 def check_levels_main(doc, arrays, bind, seed, target, levels: dict) -> None:
@@ -139,11 +160,23 @@ def _pro_options(doc, pro: dict) -> dict:
     return out
 
 
+def run_target(target, sets):
+    """--target with its --target-set overrides: a name or path, or the Target made."""
+    if not sets:
+        return target
+    if target is None:
+        raise UsageError("--target-set changes a number of the --target, and there is none "
+                         "(e.g. --target a2 --target-set bandwidth.hbm_total=3000)")
+    from ..targets import load_target, override
+    return override(load_target(target), sets)
+
+
 def run_main(src, inputs, single, bind, seed, outputs, threads, backend, verify, out, text,
              repeat=1, kernel=None, const=None, target=None, full=False, pro=None,
-             trust_code=False, levels=None):
+             trust_code=False, levels=None, target_set=None):
     from .progress import progress
     check_run_options(threads, repeat, backend)
+    target = run_target(target, target_set)
     with progress("pypto-run", "compiling") as p:
         doc = load_doc(src, kernel, const, bind, target)
         rec = run_doc(doc, p, inputs, single, bind, seed, outputs, threads, backend, verify,

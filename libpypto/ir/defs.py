@@ -89,9 +89,11 @@ def pipe_of(op) -> str:
 
 
 def dests(op) -> list:
-    """The tiles a tile instruction writes."""
+    """The tiles a tile instruction writes (an instruction with fewer operands than its
+    definition's write positions, a Reg one with optional operands, writes none there)."""
     pos = OPS[op.name].writes
-    return [op.operands[i] for i in pos if isinstance(op.operands[i].type, TileType)]
+    return [op.operands[i] for i in pos
+            if i < len(op.operands) and isinstance(op.operands[i].type, TileType)]
 
 
 def sources(op) -> list:

@@ -33,6 +33,9 @@ RUN = {
     "compile": attr(DictOf({"cached": opt(Bool()), "seconds": opt(Num())})),
     "notice": attr(Text()),
     "environment": attr(MapOf(Ident(), Anything())),
+    # pypto-run --target: the simulated timeline of the run (libpypto/sim)
+    "sim": opt(DictOf({"target": attr(Text()), "cycles": attr(NAT), "us": attr(Num()),
+                       "bound": attr(Text())}, open_=True)),
 }
 
 

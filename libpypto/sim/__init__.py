@@ -1,1 +1,269 @@
-"""sim."""
+"""A discrete-event simulator of an accelerator target: how long a run takes, pipe by pipe.
+
+`simulate(doc, target, env)` times one run of an exec-level (or later) document on a
+target (a2, a3, 950 or a TOML file) and returns the record `pypto-run --target` keeps
+(the run op's `sim` attribute). The numerics are the host's; only time is simulated.
+
+The model (every number from the target file, libpypto/targets/costs.py):
+- a core has the pipes MTE2, MTE1, M, V, MTE3, FIX and S, each an in-order queue; an
+  instruction starts when its pipe is free, the instructions it depends on have finished
+  and the events it waits for are set (flatten.py says what it depends on in Tensor mode,
+  which has no sync instructions yet, and in Pro mode, which has);
+- GM transfers share the HBM bandwidth of the whole chip and an L2 (engine.py);
+- Tensor mode: the kernel is launched once (`launch_overhead_us`), then every task
+  instance is dispatched to a free core of its kind as soon as the instances it depends
+  on (analysis/expand.py) have finished, the lowest ready instance first, to the lowest
+  free core; a dispatch costs `task_overhead_us` on the core; a core runs one instance at a
+  time. Pro mode: one launch, then block_dim clusters (a mixed cluster is one cube and two
+  vector cores) on the target's cores, in waves when there are more clusters than fit.
+
+The result: makespan in cycles and microseconds (launch included), per-core busy cycles
+of every pipe, utilisation of each pipe (its busiest core) and of HBM and L2 over the run,
+the bound (the resource with the highest utilisation, or "latency" when none is above
+half), the per-pipe events (core, pipe, start, end, program, op; the first
+$PYPTO_MAX_SIM_EVENTS, 200000 by default) and, in Tensor mode, each task instance's core
+and times.
+
+What it ignores: instruction issue (the scalar unit and its queue depth), bank conflicts,
+DMA efficiency of short rows beyond 32-B padding, HBM write-back from L2 (stores write
+through), partial overlaps in L2 (boxes match exactly), the AICPU's own scheduling
+latency beyond a fixed dispatch cost, and data-dependent costs (values of the data).
+"""
+from __future__ import annotations
+
+from ..errors import UsageError
+from ..targets.costs import PIPES, Costs
+from .engine import Engine
+from .flatten import Context, Flattener
+
+CORE_KINDS = {"vector": ("vector", "mixed"), "cube": ("cube", "mixed"), "mixed": ("mixed",)}
+BOUND_FLOOR = 0.5
+
+
+def lanes(cores: dict) -> list:
+    """Core kind of each core id: cube cores first, then vector, then mixed."""
+    out = []
+    for kind in ("cube", "vector", "mixed"):
+        out += [kind] * int(cores.get(kind, 0))
+    return out
+
+
+def simulate(doc, target, env: dict, data: dict | None = None,
+             block_dim: int | None = None) -> dict:
+    """Simulate one run of doc on target with the sizes (and Pro scalars) in env.
+    data: the arrays of parameters the document reads elements of (data-dependent
+    bounds); block_dim: a Pro kernel's launch size."""
+    costs = Costs(target)
+    cores = {k: int(v) for k, v in target.data["cores"].items()}
+    if not any(cores.values()):
+        raise UsageError(f"target {target.name}: no cores to simulate")
+    kinds = lanes(cores)
+    if "pro" in doc.attrs:
+        eng, extra = _run_pro(doc, costs, kinds, env, block_dim or 1)
+    else:
+        eng, extra = _run_tasks(doc, costs, kinds, env, data, target)
+    return _summary(eng, costs, kinds, target, extra)
+
+
+# -- Tensor mode ------------------------------------------------------------------------------
+
+def _run_tasks(doc, costs, kinds, env, data, target):
+    from ..analysis.expand import expand
+    exp = expand(doc, dict(env), data)
+    programs = exp.programs
+    pindex = {p.attrs["name"]: i for i, p in enumerate(programs)}
+    fl = Flattener(programs, costs, pro=False)
+    gm_of = {op.result: i for i, op in enumerate(exp.gms)}
+    prog_of = [pindex[t.attrs["program"]] for t in exp.tasks]
+    tensors = [[gm_of[v] for v in t.operands] for t in exp.tasks]
+    for ti, t in enumerate(exp.tasks):
+        kind = programs[prog_of[ti]].attrs["core"]
+        if not any(k in kinds for k in CORE_KINDS[kind]):
+            built = doc.attrs.get("target", {}).get("name", "?")
+            raise UsageError(f"target {target.name} has no core that runs {kind} programs; "
+                             f"the graph was lowered for {built}: lower it with --target "
+                             f"{target.name}")
+    eng = Engine(costs, len(kinds), len(PIPES))
+    eng.programs, eng.ops = fl.programs, fl.ops
+    disp = _Dispatcher(eng, exp, fl, prog_of, tensors, kinds)
+    eng.at(costs.launch, disp.begin)
+    eng.run()
+    if disp.finished < exp.n:
+        raise UsageError(f"simulation stopped with {exp.n - disp.finished} task instances "
+                         f"not run (a dependence cycle)")
+    return eng, {"tasks": disp.rows}
+
+
+class _Dispatcher:
+    """Task instances to free cores, as their predecessors finish."""
+
+    def __init__(self, eng, exp, fl, prog_of, tensors, kinds):
+        import heapq
+        self.hq = heapq
+        self.eng, self.exp, self.fl = eng, exp, fl
+        self.prog_of, self.tensors = prog_of, tensors
+        self.kind_of = [fl.programs[p].attrs["core"] for p in prog_of]
+        self.waiting = [len(p) for p in exp.preds]
+        self.succ: list = [[] for _ in range(exp.n)]
+        for i, ps in enumerate(exp.preds):
+            for j in ps:
+                self.succ[j].append(i)
+        self.free = {k: [i for i, kk in enumerate(kinds) if kk == k] for k in set(kinds)}
+        self.ready: dict = {k: [] for k in CORE_KINDS}
+        self.rows: list = []
+        self.finished = 0
+
+    def begin(self) -> None:
+        for i in range(self.exp.n):
+            if self.waiting[i] == 0:
+                self._ready(i)
+        self.dispatch()
+
+    def _ready(self, i: int) -> None:
+        launch = self.exp.launches[int(self.exp.launch_of[i])]
+        self.hq.heappush(self.ready[self.kind_of[launch.task]], i)
+
+    def dispatch(self) -> None:
+        eng = self.eng
+        for kind, q in self.ready.items():
+            while q:
+                pool = [(self.free[k][0], k) for k in CORE_KINDS[kind] if self.free.get(k)]
+                if not pool:
+                    break
+                core, k = min(pool)
+                self.hq.heappop(self.free[k])
+                i = self.hq.heappop(q)
+                st = self._stream(i)
+                eng.start(st, core, eng.now + eng.c.dispatch, self.done, (i, k))
+
+    def _stream(self, i: int):
+        exp = self.exp
+        li = int(exp.launch_of[i])
+        lc = exp.launches[li]
+        prog = self.fl.programs[self.prog_of[lc.task]]
+        row = [int(x) for x in lc.scalars[i - lc.first]]
+        g = prog.attrs["grid_rank"]
+        env = {f"g{d}": row[d] for d in range(g)}
+        env.update({s: row[g + k] for k, s in enumerate(prog.attrs["scalars"])})
+        return self.fl.flatten(self.prog_of[lc.task], env, Context(self.tensors[lc.task]))
+
+    def done(self, run) -> None:
+        i, k = run.tag
+        lc = self.exp.launches[int(self.exp.launch_of[i])]
+        self.rows.append([lc.task, i - lc.first, run.core, int(run.t0), int(run.end)])
+        self.finished += 1
+        self.hq.heappush(self.free[k], run.core)
+        for j in self.succ[i]:
+            self.waiting[j] -= 1
+            if self.waiting[j] == 0:
+                self._ready(j)
+        self.dispatch()
+
+
+# -- Pro mode -----------------------------------------------------------------------------------
+
+def _run_pro(doc, costs, kinds, env, block_dim: int):
+    progs = {op.attrs["core"]: op for op in doc.body if op.name == "program"}
+    order = [k for k in ("cube", "vector") if k in progs]
+    fl = Flattener([progs[k] for k in order], costs, pro=True)
+    mixed = bool(doc.attrs["pro"]["mixed"])
+    cube_ids = [i for i, k in enumerate(kinds) if k == "cube"]
+    vec_ids = [i for i, k in enumerate(kinds) if k == "vector"]
+    slots = min(len(cube_ids), len(vec_ids) // 2) if mixed else \
+        (len(cube_ids) if order == ["cube"] else len(vec_ids))
+    if slots < 1:
+        raise UsageError("the target has no cores for this kernel's clusters")
+    members = {"cube": block_dim if "cube" in progs else 0,
+               "vector": (2 * block_dim if mixed else block_dim) if "vector" in progs else 0}
+    gm = [i for i, op in enumerate(op for op in doc.body if op.name == "gm")]
+    eng = Engine(costs, len(kinds), len(PIPES))
+    eng.programs, eng.ops = fl.programs, fl.ops
+    waves = _Waves(eng, fl, order, mixed, cube_ids, vec_ids, slots, block_dim, members,
+                   dict(env, block_num=block_dim), gm)
+    eng.at(costs.launch, waves.begin)
+    eng.run()
+    if eng.stuck():
+        raise UsageError("simulation deadlocked: a cross-core wait no core sets")
+    return eng, {"clusters": waves.rows}
+
+
+class _Waves:
+    """Pro clusters on their cores: cluster c takes slot c mod slots once the cluster
+    before it on that slot has finished on all its cores."""
+
+    def __init__(self, eng, fl, order, mixed, cube_ids, vec_ids, slots, block_dim, members,
+                 env, gm):
+        self.eng, self.fl, self.order, self.mixed = eng, fl, order, mixed
+        self.cube_ids, self.vec_ids, self.slots = cube_ids, vec_ids, slots
+        self.block_dim, self.members, self.env, self.gm = block_dim, members, env, gm
+        self.left: dict = {}
+        self.rows: list = []
+
+    def begin(self) -> None:
+        for c in range(min(self.slots, self.block_dim)):
+            self.launch(c)
+
+    def cores_of(self, c: int) -> list:
+        """(program index, core id, id in cluster, kind, block index) of cluster c."""
+        s = c % self.slots
+        if self.mixed:
+            out = [(self.order.index("cube"), self.cube_ids[s], 0, "cube", c)]
+            return out + [(self.order.index("vector"), self.vec_ids[2 * s + v], 1 + v,
+                           "vector", 2 * c + v) for v in (0, 1)]
+        kind = self.order[0]
+        ids = self.cube_ids if kind == "cube" else self.vec_ids
+        return [(0, ids[s], 0 if kind == "cube" else 1, kind, c)]
+
+    def launch(self, c: int) -> None:
+        cores = self.cores_of(c)
+        self.left[c] = [len(cores), self.eng.now, self.eng.now]
+        for pi, core, cid, kind, g0 in cores:
+            ctx = Context(self.gm, c, cid, kind, g0, self.members)
+            st = self.fl.flatten(pi, dict(self.env, g0=g0), ctx)
+            self.eng.start(st, core, self.eng.now, self.done, c)
+
+    def done(self, run) -> None:
+        c = run.tag
+        slot = self.left[c]
+        slot[0] -= 1
+        slot[2] = max(slot[2], run.end)
+        if slot[0] == 0:
+            self.rows.append([c, c % self.slots, int(slot[1]), int(slot[2])])
+            if c + self.slots < self.block_dim:
+                self.launch(c + self.slots)
+
+
+# -- the record -------------------------------------------------------------------------------
+
+def _summary(eng, costs, kinds, target, extra: dict) -> dict:
+    end = max([costs.launch] + [e[3] for e in eng.events] +
+              [r[-1] for r in extra.get("tasks", extra.get("clusters", []))])
+    span = max(1e-9, end - costs.launch)
+    used = sorted({c for c in range(len(kinds)) if any(eng.busy[c])})
+    util = {p: max((eng.busy[c][i] for c in used), default=0.0) / span
+            for i, p in enumerate(PIPES)}
+    hbm = (eng.hbm_read + eng.hbm_write) / (costs.hbm * span)
+    l2 = (eng.l2_hit_bytes + eng.l2_write_bytes) / (costs.l2_bw * span) if costs.l2_bw else 0.0
+    pool = {**util, "HBM": hbm, "L2": l2}
+    top = max(pool, key=lambda k: (pool[k], k == "HBM"))
+    clock = costs.clock_hz
+    return {
+        "target": target.name, "clock_ghz": clock / 1e9,
+        "cycles": int(round(end)), "us": round(end / clock * 1e6, 3),
+        "launch_cycles": int(round(costs.launch)),
+        "utilisation": {k: round(v, 4) for k, v in pool.items()},
+        "bound": top if pool[top] >= BOUND_FLOOR else "latency",
+        "busiest": top,
+        "hbm_bytes": [int(eng.hbm_read), int(eng.hbm_write)],
+        "l2_hit_bytes": int(eng.l2_hit_bytes),
+        "l2_write_bytes": int(eng.l2_write_bytes),
+        "pipes": list(PIPES),
+        "busy": [[c, kinds[c]] + [int(round(b)) for b in eng.busy[c]] for c in used],
+        "events": sorted([c, p, int(s), int(e), g, o] for c, p, s, e, g, o in eng.events),
+        "events_total": eng.nevents,
+        "programs": [[p.attrs["name"], [op.name for op in ops]]
+                     for p, ops in zip(eng.programs, eng.ops)],
+        **({"tasks": sorted(extra["tasks"])} if "tasks" in extra else {}),
+        **({"clusters": sorted(extra["clusters"])} if "clusters" in extra else {}),
+    }
+

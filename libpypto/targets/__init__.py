@@ -124,3 +124,60 @@ def check(data, what: str, error=UsageError) -> None:
         problem = "[cores] has no cores (a count of 0 means: as many as this machine has)"
     if problem:
         raise error(f"{what}: {problem}")
+
+
+def override(target: Target, sets: list) -> Target:
+    """The target with `KEY=VALUE` overrides applied (pypto-run --target-set): KEY is a
+    dotted path to a number the description has (`bandwidth.hbm_total`, `buffers.ub`,
+    `clock_ghz`, `vector.repeat_cycles.transcendental.f16`), VALUE a number of the same kind
+    (an integer where the description has one). The result is checked like a target file."""
+    data = copy.deepcopy(target.data)
+    for item in sets:
+        if "=" not in item:
+            raise UsageError(f"--target-set {item!r}: expected KEY=VALUE (e.g. "
+                             f"bandwidth.hbm_total=3000)")
+        key, raw = (s.strip() for s in item.split("=", 1))
+        parent, leaf = _lookup(data, key, target.name)
+        parent[leaf] = _value(parent[leaf], raw, key)
+    check(data, f"target {target.name} with --target-set", UsageError)
+    return Target(data["name"], data, target.source)
+
+
+def number_keys(data: dict, prefix: str = "") -> list:
+    """Every dotted key of a description that holds a number."""
+    out = []
+    for k, v in data.items():
+        if isinstance(v, dict):
+            out += number_keys(v, f"{prefix}{k}.")
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append(prefix + k)
+    return out
+
+
+def _lookup(data: dict, key: str, name: str):
+    node, parts = data, key.split(".")
+    for i, part in enumerate(parts):
+        if not isinstance(node, dict) or part not in node or \
+                (i == len(parts) - 1 and isinstance(node[part], dict)):
+            raise UsageError(f"--target-set: unknown key {key!r} (keys: "
+                             f"{', '.join(number_keys(data))})")
+        if i == len(parts) - 1:
+            return node, part
+        node = node[part]
+    raise UsageError(f"--target-set: empty key (keys: {', '.join(number_keys(data))})")
+
+
+def _value(old, raw: str, key: str):
+    import math
+    if isinstance(old, bool) or not isinstance(old, (int, float)):
+        raise UsageError(f"--target-set {key}: not a number in the target, cannot be set")
+    try:
+        v = int(raw) if isinstance(old, int) else float(raw)
+    except ValueError:
+        kind = "an integer" if isinstance(old, int) else "a number"
+        raise UsageError(f"--target-set {key}={raw}: bad value {raw!r} ({key} is {kind})") \
+            from None
+    if isinstance(v, float) and not math.isfinite(v) or v < 0:
+        raise UsageError(f"--target-set {key}={raw}: bad value {raw!r} (must be a finite, "
+                         f"non-negative number)")
+    return v

@@ -17,7 +17,9 @@ EPILOG = examples(
     "pypto-run op.code --input x=x.npy --threads 1 --backend numpy -o run.msgpack",
     "pypto-run op.code --bind x_0=64 | pypto-prof",
     "pypto-run examples/pro/vadd.py --block-dim 8 --bind x_0=1000      # a Pro kernel",
-    "pypto-run examples/softmax.py --bind x_0=100 --check-levels --dump-tensors out/t")
+    "pypto-run examples/softmax.py --bind x_0=100 --check-levels --dump-tensors out/t",
+    "pypto-run examples/matmul.py --bind M=1024 --target a2 -o run.msgpack    # + simulated time",
+    "pypto-run examples/matmul.py --bind M=1024 --target a3 --target-set bandwidth.hbm_total=3200")
 
 
 @app.command(epilog=EPILOG)
@@ -38,6 +40,7 @@ def run(
     check_levels: bool = typer.Option(False, "--check-levels", help="run the tensor level and the result of every lowering pass on numpy first, and name the first level, pass and instruction that diverges"),
     dump_tensors: Optional[str] = typer.Option(None, "--dump-tensors", help="write every tensor-level value to this directory as .npy, named by order, op and line"),
     dump_dir: Optional[str] = typer.Option(None, "--dump-dir", help="Pro kernel: the directory pl.dump_data writes its .npy files to (default the current directory)"),
+    target_set: Optional[list[str]] = typer.Option(None, "--target-set", help="KEY=VALUE: override one number of the --target (e.g. bandwidth.hbm_total=3000, buffers.ub=98304); repeatable"),
 ) -> None:
     """Run SRC on the host: bind sizes, prepare data, execute, verify; report on stderr."""
     from libpypto.cli.run import run_main
@@ -47,7 +50,8 @@ def run(
                  sanitized_backend(sanitize, backend), verify, out, text, repeat, kernel, const,
                  target, full, {"block_dim": block_dim, "expect": expect, "check": check,
                                    "dump_dir": dump_dir},
-                 trust_code=trust_code, levels={"check": check_levels, "dump": dump_tensors})
+                 trust_code=trust_code, levels={"check": check_levels, "dump": dump_tensors},
+                 target_set=target_set or [])
 
 
 def main() -> None:
