@@ -116,6 +116,16 @@ class Compiled:
         self.bounds = tile_bounds(self.source)
         self.versions: dict = {}
         self.compiles = 0
+        self.last: tuple | None = None    # (document, executable) of the last call
+
+    @property
+    def doc(self):
+        """The code-level document the last call ran."""
+        return self.last[0]
+
+    @property
+    def exe(self):
+        return self.last[1]
 
     def version(self, tensors: dict) -> tuple:
         """(code-level document, executable) for a call on these arrays."""
@@ -125,6 +135,7 @@ class Compiled:
         v = self.versions.get(bounded)
         if v is None:
             v = self.versions[bounded] = self._build(bounded)
+        self.last = v
         return v
 
     def _build(self, bounded: bool) -> tuple:
