@@ -10,7 +10,9 @@ block_dim, grid_dim, linear_thread_idx, warp_size). A page names one API or a pa
 (sync_src_sync_dst); an item exists when pypto has every name it documents, in the
 namespace the reference puts it: `pl.<name>` for tile, cube, movement, resources, utils;
 `pl.system.<name>` for synchronisation; `pl.simt.<name>` for SIMT; `Vf.<name>` (`from
-libpypto.pro import Vf`) for Reg computation and its enums. Existing does not mean
+libpypto.pro import Vf`) for Reg computation (its enums are `pl.<name>`; a Vf name that only
+raises "not built", prolang/vf_api.NOT_BUILT, does not count); `subview` is tile slicing and
+`store_atomic` `pl.store(atomic=)`, as the reference's pages say. Existing does not mean
 identical: the README's Pro parity table says where pypto differs.
 """
 from __future__ import annotations
@@ -33,6 +35,7 @@ PAGES = {
     "phase": ["AccPhase", "STPhase"],
     "DataType": ["DT_FP32"],
     "Tile": ["make_tile"],
+    "store_atomic": ["store", "AtomicType"],     # the page: store(atomic=AtomicAdd), no new API
 }
 
 FAMILIES = [("basic_data_structures", "types"), ("matrix_computation", "cube"),
@@ -72,7 +75,15 @@ def exists(family: str, name: str) -> bool:
     if family == "SIMT":
         return _has(pl, f"simt.{name}")
     if family == "Reg (VF)":
-        return _has(pl, f"Vf.{name}")
+        from libpypto.prolang.vf_api import NOT_BUILT
+        if name == "reg_tensor":
+            return _has(pl, "Vf.RegTensor") or _has(pl, "RegTensor")
+        if name in NOT_BUILT:              # a name that only says it is not built
+            return False
+        return _has(pl, f"Vf.{name}") or _has(pl, name)      # the enums are pl.<name>
+    if name == "subview":                  # tile[r0:r1, c0:c1]
+        from libpypto.prolang.tiles import Tile
+        return hasattr(Tile, "__getitem__")
     names = PAGES.get(name, [name])
     return all(_has(pl, n) or _has(pl, f"system.{n}") for n in names)
 
