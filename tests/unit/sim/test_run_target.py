@@ -28,13 +28,13 @@ def example(path):
 def test_run_with_target_a2(path):
     ex = example(path)
     if path.parent.name == "pro":
-        doc = trace(str(path), kernel=ex.get("kernel"), bind=ex["bind"],
+        doc = trace(str(path), kernel=ex.get("kernel"), bind=ex.get("bind", {}),
                     consts=ex.get("const"), target="a2")
-        rec = pypto.run(doc, bind=ex["bind"], backend="numpy", seed=1, target="a2",
+        rec = pypto.run(doc, bind=ex.get("bind", {}), backend="numpy", seed=1, target="a2",
                         block_dim=ex.get("block_dim", 1))
     else:
         doc = trace(str(path), target="a2")
-        rec = pypto.run(doc, bind=ex["bind"], backend="numpy", seed=1, target="a2")
+        rec = pypto.run(doc, bind=ex.get("bind", {}), backend="numpy", seed=1, target="a2")
     a = rec.body[0].attrs
     assert a["verdict"] == "pass", a["checks"]
     sim = a["sim"]
