@@ -119,27 +119,28 @@ def _place(doc, tasks, programs, target, env, lanes, attrs) -> None:
     per = [task_cost(programs[tasks[lc.task].attrs["program"]], lc.scalars, costs)
            for lc in exp.launches]
     of = exp.launch_of.tolist()
-    dur = [per[li][0] for li in of]
-    gm = [(per[li][1], per[li][2]) for li in of]
-    kind = [kinds[exp.launches[li].task] for li in of]
+    dur_l = [p[0] for p in per]
+    gm_l = [(p[1], p[2]) for p in per]
+    kind_l = [kinds[lc.task] for lc in exp.launches]
+    dur, gm, kind = ([x[li] for li in of] for x in (dur_l, gm_l, kind_l))
     start, end, core = place(dur, exp.preds, kind, lanes, gm, costs.hbm)
     us = 1e6 / costs.clock_hz
-    rows = []
-    for li, lc in enumerate(exp.launches):
-        for i in range(lc.first, lc.first + lc.n):
-            rows.append([lc.task, i - lc.first, core[i], round(start[i] * us, 3),
-                         round(end[i] * us, 3)])
-    attrs["instances"] = rows
+    task_of, index = [], []
+    for lc in exp.launches:
+        task_of += [lc.task] * lc.n
+        index += range(lc.n)
+    attrs["instances"] = [[t, k, c, round(s * us, 3), round(e * us, 3)]
+                          for t, k, c, s, e in zip(task_of, index, core, start, end)]
     attrs["launch_cost_us"] = [round(p[0] * us, 3) for p in per]
     attrs["makespan_us"] = round(max(end, default=0.0) * us, 3)
-    b = bounds(dur, exp.preds, kind, target.cores(), [g[0] for g in gm], costs.hbm)
-    task_of = [exp.launches[li].task for li in of]
+    nbytes = sum(p[1] * lc.n for p, lc in zip(per, exp.launches))
+    b = bounds(dur, exp.preds, kind, target.cores(), nbytes, costs.hbm)
     path = []
     for i in b.pop("path"):
         if not path or path[-1] != task_of[i]:
             path.append(task_of[i])
     attrs.update({k: round(v * us, 3) if k.endswith("_us") else v for k, v in b.items()})
-    attrs["gm_bytes"] = int(round(sum(g[0] for g in gm)))
+    attrs["gm_bytes"] = int(round(nbytes))
     attrs["critical_tasks"] = path
 
 
@@ -174,84 +175,103 @@ def place(dur: list, preds: list, kind: list, lanes: list, gm: list | None = Non
     the bytes flow through the HBM one instance after another, and an instance ends later
     by as much as its bytes finish after its own transfers would have. priority:
     "critical-path" (longest path to the end first, then the lower id) or "fifo" (the
-    order the instances became ready, then the lower id)."""
+    order the instances became ready, then the lower id).
+
+    The ready queues hold ranks (ints): the instances sorted once by priority, so a heap
+    step compares two ints (FIFO, whose order depends on the times, holds tuples)."""
     n = len(dur)
     if priority == "critical-path":
-        bl = bottom_levels(dur, preds)
-        key = lambda i, t: (-bl[i], i)      # noqa: E731
+        neg = [-b for b in bottom_levels(dur, preds)]
+        order = sorted(range(n), key=neg.__getitem__)       # stable: ties by id
+        rank = [0] * n
+        for r, i in enumerate(order):
+            rank[i] = r
+        key = lambda i, t: rank[i]          # noqa: E731
+        inst = order.__getitem__
     elif priority == "fifo":
         key = lambda i, t: (t, i)           # noqa: E731
+        inst = lambda k: k[1]               # noqa: E731
     else:
         raise ValueError(f"unknown priority {priority!r}")
     waiting = [len(p) for p in preds]
-    succ: list = [[] for _ in range(n)]
+    succ: dict = {}
     for i, ps in enumerate(preds):
         for p in ps:
-            succ[p].append(i)
+            succ.setdefault(p, []).append(i)
     free = {k: [c for c, kk in enumerate(lanes) if kk == k] for k in set(lanes)}
     ready: dict = {k: [] for k in CORE_KINDS}
     for i in range(n):
         if not waiting[i]:
-            ready[kind[i]].append((key(i, 0.0), i))
+            ready[kind[i]].append(key(i, 0.0))
     for q in ready.values():
         heapq.heapify(q)
-    start, end, core = [0.0] * n, [0.0] * n, [0] * n
+    queues = [(ready[pk], [free[k] for k in CORE_KINDS[pk] if k in free])
+              for pk in CORE_KINDS if any(x == pk for x in set(kind))]
+    out = ([0.0] * n, [0.0] * n, [0] * n)
     running: list = []
     hbm_free, t, done = 0.0, 0.0, 0
+    push, pop = heapq.heappush, heapq.heappop
     while done < n:
-        hbm_free = _assign(ready, free, running, t, dur, gm, hbm, hbm_free, start, end, core)
+        hbm_free = _assign(queues, inst, running, t, dur, gm, hbm, hbm_free, out)
         if not running:
             raise UsageError(f"{n - done} task instances cannot start (a dependence cycle)")
         t = running[0][0]
         while running and running[0][0] == t:
-            _, c, k, i = heapq.heappop(running)
-            heapq.heappush(free[k], c)
+            _, c, pool, i = pop(running)
+            push(pool, c)
             done += 1
-            for j in succ[i]:
+            for j in succ.get(i, ()):
                 waiting[j] -= 1
                 if not waiting[j]:
-                    heapq.heappush(ready[kind[j]], (key(j, t), j))
-    return start, end, core
+                    push(ready[kind[j]], key(j, t))
+    return out
 
 
-def _assign(ready, free, running, t, dur, gm, hbm, hbm_free, start, end, core) -> float:
-    """Start ready instances on free cores at time t, highest priority first; the HBM
-    server's next free time."""
+def _assign(queues, inst, running, t, dur, gm, hbm, hbm_free, out) -> float:
+    """Start ready instances on free cores at time t, highest priority first (the lowest
+    free core of the kinds that run it); the HBM server's next free time."""
+    start, end, core = out
+    push, pop = heapq.heappush, heapq.heappop
     while True:
         best = None
-        for pk, q in ready.items():
-            if q and (best is None or q[0] < best[0]) and \
-                    any(free.get(k) for k in CORE_KINDS[pk]):
-                best = (q[0], pk)
+        for q, pools in queues:
+            if q and (best is None or q[0] < best[0][0]) and any(pools):
+                best = (q, pools)
         if best is None:
             return hbm_free
-        _, i = heapq.heappop(ready[best[1]])
-        c, k = min((free[k][0], k) for k in CORE_KINDS[best[1]] if free.get(k))
-        heapq.heappop(free[k])
+        q, pools = best
+        i = inst(pop(q))
+        pool = pools[0] if len(pools) == 1 else min((p for p in pools if p),
+                                                    key=lambda p: p[0])
+        c = pop(pool)
         e = t + dur[i]
-        if gm is not None and hbm and gm[i][0] > 0:
+        if gm is not None and hbm:
             nbytes, alone = gm[i]
-            hbm_free = max(hbm_free, t) + nbytes / hbm
-            e += max(0.0, hbm_free - (t + alone))
+            if nbytes > 0:
+                hbm_free = (hbm_free if hbm_free > t else t) + nbytes / hbm
+                if hbm_free > t + alone:
+                    e += hbm_free - (t + alone)
         start[i], end[i], core[i] = t, e, c
-        heapq.heappush(running, (e, c, k, i))
+        push(running, (e, c, pool, i))
 
 
-def bounds(dur: list, preds: list, kind: list, cores: dict, gm_bytes: list | None = None,
+def bounds(dur: list, preds: list, kind: list, cores: dict, gm_bytes: float = 0.0,
            hbm: float | None = None) -> dict:
-    """What no schedule can beat, in cycles: the critical path (every instance as early as
+    """What no schedule can beat: the critical path (every instance as early as
     its predecessors allow, on unlimited cores), each core kind's work spread over the
-    cores that run it (`work_us`, the largest), and all GM bytes over the HBM bandwidth
-    (`bandwidth_us`); `lower_bound_us` is the largest and `bound` names it ("critical
+    cores that run it (`work_us`, the largest), and gm_bytes (all GM bytes moved) over the
+    HBM bandwidth (`bandwidth_us`); the `_us` values are in the units of dur (cycles when
+    _place calls it); `lower_bound_us` is the largest and `bound` names it ("critical
     path", "work (KIND)" or "bandwidth"); `path`: the instances along the critical path.
     The path is found over instances: an edge between two tasks need not join every
     instance of the second to the first, so a path of tasks alone would not bound
     anything."""
     n = len(dur)
-    finish, via = [0.0] * n, [-1] * n
-    for i in range(n):
-        ready, via[i] = max(((finish[p], p) for p in preds[i]), default=(0.0, -1))
-        finish[i] = ready + dur[i]
+    finish, via = list(dur), [-1] * n
+    for i, ps in enumerate(preds):
+        if ps:
+            ready, via[i] = max((finish[p], p) for p in ps)
+            finish[i] += ready
     work: dict = {}
     for i in range(n):
         work[kind[i]] = work.get(kind[i], 0.0) + dur[i]
@@ -263,7 +283,7 @@ def bounds(dur: list, preds: list, kind: list, cores: dict, gm_bytes: list | Non
         path.append(i)
         i = via[i]
     cp = max(finish, default=0.0)
-    bw = sum(gm_bytes) / hbm if gm_bytes and hbm else 0.0
+    bw = gm_bytes / hbm if gm_bytes and hbm else 0.0
     terms = [(cp, "critical path"), (spread.get(wk, 0.0), f"work ({wk})"), (bw, "bandwidth")]
     lb, name = max(terms, key=lambda x: x[0])     # ties: the first (max keeps the first)
     return {"critical_path_us": cp, "work_us": spread.get(wk, 0.0), "bandwidth_us": bw,

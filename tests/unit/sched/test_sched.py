@@ -93,7 +93,7 @@ def test_copy_heavy_tasks_the_bandwidth_binds_and_the_hbm_is_shared():
     """4 instances of 100 B, each 10 cycles alone, HBM at 1 B/cycle: the bytes pass one
     instance after another, so instance k ends when its bytes do, at 100 (k + 1)."""
     dur, gm = [10.0] * 4, [(100.0, 10.0)] * 4
-    b = bounds(dur, [[]] * 4, ["vector"] * 4, {"vector": 4}, [g[0] for g in gm], 1.0)
+    b = bounds(dur, [[]] * 4, ["vector"] * 4, {"vector": 4}, sum(g[0] for g in gm), 1.0)
     assert (b["bandwidth_us"], b["lower_bound_us"], b["bound"]) == (400.0, 400.0, "bandwidth")
     start, end, core = place(dur, [[]] * 4, ["vector"] * 4, ["vector"] * 4, gm, 1.0)
     assert start == [0.0] * 4 and end == [100.0, 200.0, 300.0, 400.0]
