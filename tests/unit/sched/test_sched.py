@@ -134,3 +134,15 @@ def test_task_graph_edges_follow_after_and_regions(ex):
     assert sorted(g.nodes) == list(range(len(tasks)))
     assert all(u < v for u, v in g.edges)
     assert task_order(doc) == list(range(len(tasks)))
+
+
+def test_an_instance_costs_what_the_simulator_charges_it(ex):
+    """One cost table: a single-buffered program (examples/add.py: load, load, add, store)
+    costs in the schedule what the simulator takes to run one of its instances, plus the
+    dispatch overhead both charge."""
+    from libpypto.driver import simulate
+    doc = pypto.lower(ex.doc("add", "tensor"), None, "a2")
+    a = schedule_attrs(pypto.schedule(doc, None, {}))
+    r = simulate(doc, "a2", {})
+    alone = min(end - start for _, _, _, start, end in r["tasks"]) / 1.8e3     # us at 1.8 GHz
+    assert a["launch_cost_us"][0] == pytest.approx(alone + 1.0, abs=2e-3)     # 1 us dispatch
