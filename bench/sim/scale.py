@@ -6,8 +6,8 @@
 The kernel is bench/sim/scale_kernel.py (one instance per row of an [R, 8] tensor), lowered
 once for the target; then per size R the script times, each on its own: the expansion of
 the instances and their dependences (libpypto.analysis.expand), the schedule with bound
-sizes (libpypto.schedule: list scheduling with the first-order costs), and the simulation
-(libpypto.driver.simulate). It prints seconds and microseconds per instance for each, so
+sizes (libpypto.schedule: the expansion again, then critical-path list scheduling with the
+simulator's cost tables), and the simulation (libpypto.driver.simulate). It prints seconds and microseconds per instance for each, so
 linear growth shows as a flat per-instance column. CPU seconds of this process
 (time.process_time), which the other work on a shared machine disturbs less than wall time.
 Nothing is asserted: a test runs it with tiny sizes (tests/unit/bench) only to keep it working.

@@ -130,6 +130,8 @@ DEFS = [
                                                                   Num())))),
                     "launch_cost_us": opt(ListOf(Num())), "makespan_us": opt(Num()),
                     "critical_path_us": opt(Num()), "lower_bound_us": opt(Num()),
+                    "work_us": opt(Num()), "bandwidth_us": opt(Num()), "bound": opt(Text()),
+                    "gm_bytes": opt(NAT),
                     "critical_tasks": opt(ListOf(NAT)),
                     "data_dependent": opt(ListOf(Ident()))}),
     _m("code", {"backend": attr(Str("c", "numpy")), "listing": attr(Text()),

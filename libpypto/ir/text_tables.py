@@ -104,7 +104,13 @@ def _schedule(a: dict, full: bool) -> list[str]:
             f"{_n(len({r[0] for r in rows}), 'task')} on {_n(cores, 'core')}")
     if _is_num(a.get("makespan_us")):
         head += f", makespan {a['makespan_us']:.3f} us"
-    return [head] + _comment(table(INSTANCE_COLS, rows, full) + ["per task:"] +
+    head = [head]
+    terms = [a.get(k) for k in ("lower_bound_us", "critical_path_us", "work_us", "bandwidth_us")]
+    if all(_is_num(x) for x in terms):
+        head.append(f"# lower bound {terms[0]:.3f} us ({clean(a.get('bound', '?'))} binds): "
+                    f"critical path {terms[1]:.3f} us, work per core {terms[2]:.3f} us, "
+                    f"GM bytes over HBM bandwidth {terms[3]:.3f} us")
+    return head + _comment(table(INSTANCE_COLS, rows, full) + ["per task:"] +
                              per_task(rows, "us"))
 
 

@@ -1,29 +1,42 @@
 """MPMD list scheduler: place task instances on a target's cores with predicted times.
 
-Cost model (first order, from hardware-model.md section 8): a task instance runs its
-program's instructions one after another; a copy costs a set-up plus bytes over the path's
-bandwidth, a vector instruction a fixed start-up plus bytes over the vector width, a matmul
-the cube start-up plus 2*M*N*K over the cube's FLOP/cycle. Loops multiply by their trip
-counts. Each task adds the target's dispatch overhead. Shared HBM bandwidth is not modelled
-here (that is the simulator's job), so predictions are optimistic for memory-bound graphs.
-A graph that reads tensor elements at run time (data-dependent loop bounds or offsets) is
-ordered but not placed: its instances depend on data no schedule has; it says so.
+Cost model: the simulator's cost tables (libpypto/targets/costs.py, `program_cost`). A
+task instance costs the target's dispatch overhead plus the sum of its pipes' busy time,
+every instruction costed as the simulator costs it (vector by op class and dtype, cube by
+the fractal formula, DMA set-up, L2 miss latency and bytes over the path's per-core rate),
+loops at their trip counts, GM boxes at their valid size where the launch's scalars fix it
+(full tiles where the grid index does: one cost per launch, so the cost stays linear in
+the instances). Targets without the simulator's `[vector]` table (the host) get one from
+their first-order numbers (costs.schedule_costs). HBM is a shared server: the GM bytes of
+the instances flow through it one after another at `hbm_total`, and an instance whose
+bytes wait for it ends that much later (first order; the simulator shares it in 64-cycle
+buckets and adds the L2). A graph that reads tensor elements at run time (data-dependent
+loop bounds or offsets) is ordered but not placed: its instances depend on data no
+schedule has; it says so.
+
+Placement: list scheduling by critical-path priority. Whenever a core is free, the ready
+instance (all its predecessors ended) with the longest path to the end of the graph (its
+own cost plus the longest chain of its successors') starts on the lowest free core of a
+kind that runs it; equal paths go to the lower instance id (instances are numbered in task
+order), so the schedule is deterministic. `place(..., priority="fifo")` is the order they
+became ready instead (for comparison: tests show where it is worse).
 
 The task order is a topological order of the task DAG (networkx; the graph has a node per
 task, so it stays small whatever the sizes). With sizes bound, the schedule also records
 what no schedule can beat: the critical path over the instances (numpy-sized work stays in
-plain loops over the expansion) and the work of each core kind over its cores.
+plain loops over the expansion), the work of each core kind over its cores and the GM
+bytes over the HBM bandwidth; the largest of the three is the lower bound, and `bound`
+names it.
 """
 from __future__ import annotations
 
 import heapq
 
 from ..analysis.expand import expand, reads_of
-from ..analysis.work import formal_scalars, trip_count
+from ..analysis.work import formal_scalars
 from ..errors import UsageError
-from ..ir import expr as E
 from ..ir.core import Document, Op, copy_doc
-from ..ir.types import TensorType
+from ..targets.costs import program_cost, schedule_costs
 
 CORE_KINDS = {"vector": ("vector", "mixed"), "cube": ("cube", "mixed"), "mixed": ("mixed",)}
 
@@ -100,110 +113,178 @@ def _lanes(cores: dict) -> list[str]:
 
 
 def _place(doc, tasks, programs, target, env, lanes, attrs) -> None:
+    costs = schedule_costs(target)
     exp = expand(doc, env)
-    costs = [task_cost(programs[tasks[lc.task].attrs["program"]], lc.scalars, target)
-             for lc in exp.launches]
-    free = {k: [(0.0, i) for i, kind in enumerate(lanes) if kind == k] for k in set(lanes)}
-    for h in free.values():
-        heapq.heapify(h)
-    end = [0.0] * exp.n
-    rows = []
-    for inst in range(exp.n):
-        li = int(exp.launch_of[inst])
-        lc = exp.launches[li]
-        kind = programs[tasks[lc.task].attrs["program"]].attrs["core"]
-        ready = max((end[p] for p in exp.preds[inst]), default=0.0)
-        best = None
-        for k in CORE_KINDS[kind]:
-            if free.get(k):
-                t_free, core = free[k][0]
-                start = max(ready, t_free)
-                if best is None or (start, core) < (best[0], best[2]):
-                    best = (start, k, core)
-        start, k, core = best
-        heapq.heappop(free[k])
-        finish = start + costs[li]
-        heapq.heappush(free[k], (finish, core))
-        end[inst] = finish
-        rows.append([lc.task, inst - lc.first, core, round(start * 1e6, 3), round(finish * 1e6, 3)])
-    attrs["instances"] = rows
-    attrs["launch_cost_us"] = [round(c * 1e6, 3) for c in costs]
-    attrs["makespan_us"] = round(max(end, default=0.0) * 1e6, 3)
-    attrs.update(_bounds(exp, costs, [programs[t.attrs["program"]].attrs["core"] for t in tasks],
-                         target.cores()))
+    kinds = [programs[t.attrs["program"]].attrs["core"] for t in tasks]
+    per = [task_cost(programs[tasks[lc.task].attrs["program"]], lc.scalars, costs)
+           for lc in exp.launches]
+    of = exp.launch_of.tolist()
+    dur_l = [p[0] for p in per]
+    gm_l = [(p[1], p[2]) for p in per]
+    kind_l = [kinds[lc.task] for lc in exp.launches]
+    dur, gm, kind = ([x[li] for li in of] for x in (dur_l, gm_l, kind_l))
+    start, end, core = place(dur, exp.preds, kind, lanes, gm, costs.hbm)
+    us = 1e6 / costs.clock_hz
+    task_of, index = [], []
+    for lc in exp.launches:
+        task_of += [lc.task] * lc.n
+        index += range(lc.n)
+    attrs["instances"] = [[t, k, c, round(s * us, 3), round(e * us, 3)]
+                          for t, k, c, s, e in zip(task_of, index, core, start, end)]
+    attrs["launch_cost_us"] = [round(p[0] * us, 3) for p in per]
+    attrs["makespan_us"] = round(max(end, default=0.0) * us, 3)
+    nbytes = sum(p[1] * lc.n for p, lc in zip(per, exp.launches))
+    b = bounds(dur, exp.preds, kind, target.cores(), nbytes, costs.hbm)
+    path = []
+    for i in b.pop("path"):
+        if not path or path[-1] != task_of[i]:
+            path.append(task_of[i])
+    attrs.update({k: round(v * us, 3) if k.endswith("_us") else v for k, v in b.items()})
+    attrs["gm_bytes"] = int(round(nbytes))
+    attrs["critical_tasks"] = path
 
 
-def _bounds(exp, costs: list, kinds: list, cores: dict) -> dict:
-    """What no schedule can beat: the critical path (every instance as early as its
-    predecessors allow, on unlimited cores) and the work of each core kind spread over its
-    cores; and the tasks on the critical path. The path is found over instances: an edge
-    between two tasks need not join every instance of the second to the first, so a path of
-    tasks alone would not bound anything."""
-    n = exp.n
-    cost = [costs[int(exp.launch_of[i])] for i in range(n)]
-    finish, via = [0.0] * n, [-1] * n
+def task_cost(prog: Op, scalars, costs) -> tuple:
+    """(cycles, GM bytes, GM transfer cycles) of one instance of a launch of prog, its
+    scalars from the launch's S rows: the target's dispatch overhead plus
+    targets.costs.program_cost (the simulator's formulas; the sum of the pipes' busy time)."""
+    pc = program_cost(prog, formal_scalars(prog, scalars), costs)
+    return costs.dispatch + pc.cycles, pc.gm_bytes, pc.gm_cycles
+
+
+def bottom_levels(dur: list, preds: list) -> list:
+    """Per instance, the longest path from its start to the end of the graph: its own
+    duration plus the longest of its successors'. Predecessors have lower ids (the
+    expansion numbers instances in task order), so one backward sweep is enough."""
+    bl = list(dur)
+    for i in range(len(dur) - 1, -1, -1):
+        b = bl[i]
+        for p in preds[i]:
+            if dur[p] + b > bl[p]:
+                bl[p] = dur[p] + b
+    return bl
+
+
+def place(dur: list, preds: list, kind: list, lanes: list, gm: list | None = None,
+          hbm: float | None = None, priority: str = "critical-path") -> tuple:
+    """List-schedule instances on cores: (start, end, core) per instance.
+
+    dur[i]: cycles of instance i alone; preds[i]: the lower ids it waits for; kind[i]: the
+    program's core kind (CORE_KINDS says which cores run it); lanes: the kind of each core;
+    gm[i]: (GM bytes, cycles of its GM transfers alone), shared at hbm bytes per cycle:
+    the bytes flow through the HBM one instance after another, and an instance ends later
+    by as much as its bytes finish after its own transfers would have. priority:
+    "critical-path" (longest path to the end first, then the lower id) or "fifo" (the
+    order the instances became ready, then the lower id).
+
+    The ready queues hold ranks (ints): the instances sorted once by priority, so a heap
+    step compares two ints (FIFO, whose order depends on the times, holds tuples)."""
+    n = len(dur)
+    if priority == "critical-path":
+        neg = [-b for b in bottom_levels(dur, preds)]
+        order = sorted(range(n), key=neg.__getitem__)       # stable: ties by id
+        rank = [0] * n
+        for r, i in enumerate(order):
+            rank[i] = r
+        key = lambda i, t: rank[i]          # noqa: E731
+        inst = order.__getitem__
+    elif priority == "fifo":
+        key = lambda i, t: (t, i)           # noqa: E731
+        inst = lambda k: k[1]               # noqa: E731
+    else:
+        raise ValueError(f"unknown priority {priority!r}")
+    waiting = [len(p) for p in preds]
+    succ: dict = {}
+    for i, ps in enumerate(preds):
+        for p in ps:
+            succ.setdefault(p, []).append(i)
+    free = {k: [c for c, kk in enumerate(lanes) if kk == k] for k in set(lanes)}
+    ready: dict = {k: [] for k in CORE_KINDS}
     for i in range(n):
-        ready, via[i] = max(((finish[p], p) for p in exp.preds[i]), default=(0.0, -1))
-        finish[i] = ready + cost[i]
+        if not waiting[i]:
+            ready[kind[i]].append(key(i, 0.0))
+    for q in ready.values():
+        heapq.heapify(q)
+    queues = [(ready[pk], [free[k] for k in CORE_KINDS[pk] if k in free])
+              for pk in CORE_KINDS if any(x == pk for x in set(kind))]
+    out = ([0.0] * n, [0.0] * n, [0] * n)
+    running: list = []
+    hbm_free, t, done = 0.0, 0.0, 0
+    push, pop = heapq.heappush, heapq.heappop
+    while done < n:
+        hbm_free = _assign(queues, inst, running, t, dur, gm, hbm, hbm_free, out)
+        if not running:
+            raise UsageError(f"{n - done} task instances cannot start (a dependence cycle)")
+        t = running[0][0]
+        while running and running[0][0] == t:
+            _, c, pool, i = pop(running)
+            push(pool, c)
+            done += 1
+            for j in succ.get(i, ()):
+                waiting[j] -= 1
+                if not waiting[j]:
+                    push(ready[kind[j]], key(j, t))
+    return out
+
+
+def _assign(queues, inst, running, t, dur, gm, hbm, hbm_free, out) -> float:
+    """Start ready instances on free cores at time t, highest priority first (the lowest
+    free core of the kinds that run it); the HBM server's next free time."""
+    start, end, core = out
+    push, pop = heapq.heappush, heapq.heappop
+    while True:
+        best = None
+        for q, pools in queues:
+            if q and (best is None or q[0] < best[0][0]) and any(pools):
+                best = (q, pools)
+        if best is None:
+            return hbm_free
+        q, pools = best
+        i = inst(pop(q))
+        pool = pools[0] if len(pools) == 1 else min((p for p in pools if p),
+                                                    key=lambda p: p[0])
+        c = pop(pool)
+        e = t + dur[i]
+        if gm is not None and hbm:
+            nbytes, alone = gm[i]
+            if nbytes > 0:
+                hbm_free = (hbm_free if hbm_free > t else t) + nbytes / hbm
+                if hbm_free > t + alone:
+                    e += hbm_free - (t + alone)
+        start[i], end[i], core[i] = t, e, c
+        push(running, (e, c, pool, i))
+
+
+def bounds(dur: list, preds: list, kind: list, cores: dict, gm_bytes: float = 0.0,
+           hbm: float | None = None) -> dict:
+    """What no schedule can beat: the critical path (every instance as early as
+    its predecessors allow, on unlimited cores), each core kind's work spread over the
+    cores that run it (`work_us`, the largest), and gm_bytes (all GM bytes moved) over the
+    HBM bandwidth (`bandwidth_us`); the `_us` values are in the units of dur (cycles when
+    _place calls it); `lower_bound_us` is the largest and `bound` names it ("critical
+    path", "work (KIND)" or "bandwidth"); `path`: the instances along the critical path.
+    The path is found over instances: an edge between two tasks need not join every
+    instance of the second to the first, so a path of tasks alone would not bound
+    anything."""
+    n = len(dur)
+    finish, via = list(dur), [-1] * n
+    for i, ps in enumerate(preds):
+        if ps:
+            ready, via[i] = max((finish[p], p) for p in ps)
+            finish[i] += ready
     work: dict = {}
     for i in range(n):
-        kind = kinds[exp.launches[int(exp.launch_of[i])].task]
-        work[kind] = work.get(kind, 0.0) + cost[i]
+        work[kind[i]] = work.get(kind[i], 0.0) + dur[i]
     lanes = {k: sum(cores.get(c, 0) for c in CORE_KINDS[k]) for k in work}
-    spread = max((w / lanes[k] for k, w in work.items() if lanes[k]), default=0.0)
+    spread = {k: w / lanes[k] for k, w in work.items() if lanes[k]}
+    wk = max(sorted(spread), key=lambda k: spread[k], default=None)
     path, i = [], max(range(n), key=lambda j: (finish[j], -j)) if n else -1
     while i >= 0:
-        t = exp.launches[int(exp.launch_of[i])].task
-        if not path or path[-1] != t:
-            path.append(t)
+        path.append(i)
         i = via[i]
     cp = max(finish, default=0.0)
-    return {"critical_path_us": round(cp * 1e6, 3), "lower_bound_us": round(max(cp, spread) * 1e6, 3),
-            "critical_tasks": path[::-1]}
-
-
-def task_cost(prog: Op, scalars, target) -> float:
-    """Predicted seconds for one instance of a launch (its program at full tiles)."""
-    formal = formal_scalars(prog, scalars)
-    clock = float(target["clock_ghz"]) * 1e9
-    comp = target["compute"]
-    total = float(target.data.get("task_overhead_us", 0.0)) * 1e-6
-
-    def walk(ops, mult: float) -> float:
-        t = 0.0
-        for op in ops:
-            if op.name == "for":
-                try:
-                    trips = trip_count(op.attrs, formal)
-                except E.UnboundSymbol:
-                    trips = 1
-                t += walk(op.regions[0], mult * trips)
-            elif op.name not in ("tile", "arg"):
-                t += mult * instr_cost(op, target, clock, comp)
-        return t
-
-    return total + walk(prog.regions[0], 1.0)
-
-
-def instr_cost(op: Op, target, clock: float, comp: dict) -> float:
-    n = op.name
-    setup = float(comp.get("transfer_setup_cycles", 0)) / clock
-    tiles = [v.type for v in op.operands if not isinstance(v.type, TensorType)]
-    nbytes = tiles[0].nbytes if tiles else 0
-    if n == "tload":
-        path = "gm_to_l1" if tiles[0].space == "l1" else "gm_to_ub"
-        return setup + nbytes / target.bw(path)
-    if n == "tstore":
-        path = "l0c_to_gm" if tiles[0].space == "l0c" else "ub_to_gm"
-        return setup + nbytes / target.bw(path)
-    if n == "textract":
-        return nbytes / target.bw("l1_to_l0")
-    if n == "tmov" and len(tiles) > 1 and tiles[1].space == "l0c":
-        return nbytes / target.bw("l0c_to_ub")
-    if n == "tmatmul":
-        acc, a, b = tiles
-        (m, k), (_, nn) = a.shape, b.shape
-        rate = comp["cube_flops_per_cycle"].get(a.dtype.name, min(comp["cube_flops_per_cycle"].values()))
-        return (float(comp.get("cube_startup_cycles", 0)) + 2.0 * m * nn * k / rate) / clock
-    src_bytes = max((t.nbytes for t in tiles), default=0)
-    return (float(comp["vector_op_cycles"]) + src_bytes / float(comp["vector_bytes_per_cycle"])) / clock
+    bw = gm_bytes / hbm if gm_bytes and hbm else 0.0
+    terms = [(cp, "critical path"), (spread.get(wk, 0.0), f"work ({wk})"), (bw, "bandwidth")]
+    lb, name = max(terms, key=lambda x: x[0])     # ties: the first (max keeps the first)
+    return {"critical_path_us": cp, "work_us": spread.get(wk, 0.0), "bandwidth_us": bw,
+            "lower_bound_us": lb, "bound": name, "path": path[::-1]}

@@ -22,7 +22,7 @@ from __future__ import annotations
 from ..ir import expr as E
 from ..ir.defs import dests, sources
 from ..ir.types import TileType
-from ..targets.costs import PIPE_INDEX, padded_bytes
+from ..targets.costs import PIPE_INDEX, gm_path, padded_bytes
 
 V = PIPE_INDEX["V"]
 S = PIPE_INDEX["S"]
@@ -148,33 +148,9 @@ class Flattener:
 
     # -- costs ------------------------------------------------------------------------------
     def static_cost(self, op, tiles) -> float:
-        """Cycles of an instruction whose cost no size changes (vector, on-chip moves)."""
-        c, n = self.costs, op.name
-        if n == "tscatter":
-            return c.setup
-        if n == "tmatmul":
-            acc, a, b = tiles[:3]
-            return c.cube(a.shape[0], b.shape[1], a.shape[1], a.dtype.name)
-        if n in ("textract", "tmov", "tinsert") and op.attrs.get("pipe") != "V":
-            return self._move(op, tiles)
-        big = max(tiles, key=lambda t: t.padded_nbytes(), default=None)
-        if big is None:
-            return c.vec_startup
-        rows = big.shape[0] if big.shape else 1
-        return c.vector(n, big.dtype.name, big.padded_nbytes(), rows,
-                        scalar="scalar" in op.attrs)
-
-    def _move(self, op, tiles) -> float:
-        c = self.costs
-        dst, src = tiles[0], tiles[1]
-        nbytes = min(dst.padded_nbytes(), src.padded_nbytes())
-        if src.space == "l0c":
-            return c.move("l0c_to_ub" if dst.space == "ub" else "l0c_to_ub", nbytes)
-        if dst.space in ("l0a", "bias"):
-            return c.move("l1_to_l0", nbytes)
-        if dst.space == "l0b":
-            return c.move("l1_to_l0b", nbytes)
-        return c.move("ub_to_gm", nbytes)          # UB -> L1 (no published rate: MTE3's)
+        """Cycles of an instruction whose cost no size changes (vector, on-chip moves): the
+        target's formula (Costs.on_chip), shared with pypto-sched."""
+        return self.costs.on_chip(op, tiles)
 
     # -- Tensor mode: dependences from operands ---------------------------------------------
     def _regions(self, prog) -> dict:
@@ -220,10 +196,7 @@ class _Template:
         if n in ("tload", "tstore", "tgather"):
             self.kind = "gm"
             t = self.tiles[0]
-            store = n == "tstore"
-            path = ("l0c_to_gm" if t.space == "l0c" else "ub_to_gm") if store else \
-                ("gm_to_l1" if t.space == "l1" else "gm_to_ub")
-            self.rate, self.store = fl.costs.path[path], store
+            self.rate, self.store = fl.costs.path[gm_path(n, t)], n == "tstore"
             self.arg = op.operands[1].owner.attrs["index"]
             v = op.attrs.get("valid")
             self.valid = [_fn(x) for x in v] if v is not None else None
