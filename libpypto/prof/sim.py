@@ -79,7 +79,8 @@ def _times(a: dict, predicted: dict | None, fmt: str) -> str:
         out[0].append(f"{predicted['makespan_us']:.3f}")
         out[1].append(f"{predicted['lower_bound_us']:.3f} (lower bound)")
         out[2].append("")
-    return tabulate(out, headers=head, tablefmt=fmt, disable_numparse=True)
+    return tabulate(out, headers=head, tablefmt=fmt, disable_numparse=True,
+                    colalign=("left",) + ("right",) * (len(head) - 1))
 
 
 def _pipes(s: dict, fmt: str) -> str:
@@ -96,7 +97,7 @@ def _pipes(s: dict, fmt: str) -> str:
                      for i in range(len(pipes))])
     rows.append(["busiest core", ""] + [_pct(s["utilisation"][p]) for p in pipes])
     return tabulate(rows, headers=["pipe busy %", "cores"] + list(pipes), tablefmt=fmt,
-                    disable_numparse=True)
+                    disable_numparse=True, colalign=("left",) + ("right",) * (len(pipes) + 1))
 
 
 def _memory(s: dict, fmt: str) -> str:
@@ -107,7 +108,7 @@ def _memory(s: dict, fmt: str) -> str:
             ["L2", _pct(u["L2"]), f"{s['l2_hit_bytes'] / 1e6:.3f} (hits)",
              f"{s.get('l2_write_bytes', 0) / 1e6:.3f}"]]
     return tabulate(rows, headers=["memory", "busy %", "read MB", "written MB"],
-                    tablefmt=fmt, disable_numparse=True)
+                    tablefmt=fmt, disable_numparse=True, colalign=("left",) + ("right",) * 3)
 
 
 def _notes(s: dict) -> list:
