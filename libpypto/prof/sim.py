@@ -8,7 +8,8 @@ traffic, the bound. From it:
   prediction when known), pipe utilisation per core kind (the mean busy fraction of the
   cores of that kind that ran anything, and the busiest core, which the bound uses), HBM
   and L2 utilisation and traffic, the bound as the simulator names it, and a note when the
-  record keeps only the first events ($PYPTO_MAX_SIM_EVENTS);
+  record keeps only the first events ($PYPTO_MAX_SIM_EVENTS); the ops with the most busy
+  time (summed over the cores; their share of their pipe's busy time);
 - `sim_trace`: trace-event JSON for Perfetto: a process per core (`core 24 (vector)`), a
   thread (track) per pipe that ran anything on it, one complete event per instruction
   (named by its op, microseconds of the target's clock), a `tasks` track per core with the
@@ -26,6 +27,7 @@ from .names import shown
 
 VIEWS = ("auto", "host", "sim")
 KIND_ORDER = ("cube", "vector", "mixed")
+TOP_OPS = 10                    # rows of the per-op table
 
 
 def resolve_view(doc, view: str) -> str:
@@ -111,6 +113,28 @@ def _memory(s: dict, fmt: str) -> str:
                     tablefmt=fmt, disable_numparse=True, colalign=("left",) + ("right",) * 3)
 
 
+def _ops(s: dict, fmt: str, top: int = TOP_OPS) -> str:
+    """The ops with the most busy time: instructions, busy time summed over the cores, mean
+    cycles, and their share of their pipe's busy time (of the kept events)."""
+    from tabulate import tabulate
+    progs, pipes, per_us = s["programs"], s["pipes"], s["clock_ghz"] * 1e3
+    per: dict = {}
+    pipe_busy = [0] * len(pipes)
+    for c, p, t0, t1, g, o in s["events"]:
+        ops = progs[g][1] if g < len(progs) else []
+        key = (ops[o] if o < len(ops) else "?", p)
+        n, cyc = per.get(key, (0, 0))
+        per[key] = (n + 1, cyc + t1 - t0)
+        pipe_busy[p] += t1 - t0
+    ranked = sorted(per.items(), key=lambda kv: (-kv[1][1], kv[0]))[:top]
+    rows = [[shown(op), pipes[p], n, f"{cyc / per_us:.3f}", f"{cyc / n:.0f}",
+             _pct(cyc / pipe_busy[p]) if pipe_busy[p] else "-"]
+            for (op, p), (n, cyc) in ranked]
+    return tabulate(rows, headers=["op", "pipe", "instructions", "busy us", "mean cycles",
+                                   "% of pipe"], tablefmt=fmt, disable_numparse=True,
+                    colalign=("left", "left") + ("right",) * 4)
+
+
 def _notes(s: dict) -> list:
     kept, dropped = len(s["events"]), s.get("events_dropped", 0)
     flows = s.get("flows")
@@ -134,7 +158,7 @@ def sim_tables(doc, fmt: str = "simple", predicted: dict | None = None) -> str:
             f"{shown(s['target'])} at {s['clock_ghz']:g} GHz: {s['us']:.3f} us "
             f"({s['cycles']} cycles, launch {s['launch_cycles']} cycles included)")
     out = [head, bound_line(s), "", _times(a, predicted, fmt), "", _pipes(s, fmt), "",
-           _memory(s, fmt)]
+           _memory(s, fmt), "", _ops(s, fmt)]
     notes = _notes(s)
     if notes:
         out += [""] + notes

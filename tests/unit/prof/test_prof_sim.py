@@ -192,3 +192,19 @@ def test_engine_keeps_flags_between_kept_events(monkeypatch):
     assert (20.0, 25.0) not in span
     assert [(span[a], span[b]) for a, b in eng.flows] == [((0.0, 10.0), (10.0, 15.0))]
     assert eng.nflows == 2
+
+
+def test_op_table_accounts_for_every_kept_instruction():
+    """softmax has fewer ops than the table's rows: its instruction counts add up to the
+    kept events, and each pipe's shares to 100 %."""
+    rec = simulated("softmax")
+    s = sim_of(rec)
+    lines = sim_tables(rec).splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["op", "pipe"])
+    rows = [ln.split() for ln in lines[at + 2:] if ln.strip()]
+    assert sum(int(r[2]) for r in rows) == len(s["events"])
+    share: dict = {}
+    for r in rows:
+        share[r[1]] = share.get(r[1], 0.0) + float(r[5])
+    assert all(abs(v - 100.0) < 0.2 for v in share.values()) and set(share) == \
+        {"MTE2", "V", "MTE3"}
