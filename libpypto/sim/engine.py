@@ -188,12 +188,12 @@ class Engine:
         """The flags instruction i waited for, as (setter's event, i's event) pairs: the
         setting instructions of its own stream (flag) and of other cores (xflag keys)."""
         st, me = r.st, r.evid[i]
-        srcs = [r.evid[j] for j in st.flag[i] or ()] + \
-            [self.poster.get(k, -1) for k in st.xflag[i] or ()]
-        for ev in srcs:
-            self.nflows += 1
-            if ev >= 0 and me >= 0 and len(self.flows) < self.max_events:
-                self.flows.append((ev, me))
+        flag, xflag = st.flag[i] or (), st.xflag[i] or ()
+        self.nflows += len(flag) + len(xflag)
+        if me < 0 or len(self.flows) >= self.max_events:
+            return
+        srcs = [r.evid[j] for j in flag] + [self.poster.get(k, -1) for k in xflag]
+        self.flows += [(ev, me) for ev in srcs if ev >= 0][:self.max_events - len(self.flows)]
 
     # -- GM transfers -------------------------------------------------------------------------
     def _transfer(self, r: Run, i: int) -> None:
