@@ -137,16 +137,13 @@ def _ops(s: dict, fmt: str, top: int = TOP_OPS) -> str:
 
 def _notes(s: dict) -> list:
     kept, dropped = len(s["events"]), s.get("events_dropped", 0)
-    flows = s.get("flows")
     out = []
     if dropped:
         out.append(f"note: the record keeps the first {kept} of {kept + dropped} pipe "
-                   f"events (raise $PYPTO_MAX_SIM_EVENTS for more); the trace shows those")
-    if flows is None:
+                   f"events (raise $PYPTO_MAX_SIM_EVENTS for more); the trace shows those "
+                   f"and the flags between them")
+    if s.get("flows") is None:
         out.append("note: the record has no flags (made before pypto-prof drew them)")
-    elif s.get("flows_total", 0) > len(flows):
-        out.append(f"note: {len(flows)} of {s['flows_total']} flags have both instructions "
-                   f"in the record; the trace draws those")
     return out
 
 

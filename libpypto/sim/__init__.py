@@ -23,8 +23,9 @@ the bound (the resource with the highest utilisation, or "latency" when none is 
 half), the per-pipe events (core, pipe, start, end, program, op; the first
 $PYPTO_MAX_SIM_EVENTS, 200000 by default, of those with a duration: `events_dropped` counts
 the rest), the flags between them (`flows`: [setter event, waiter event] index pairs into
-`events`, at most as many as events; `flows_total` counts all, kept or not) for pypto-prof's
-arrows, and, in Tensor mode, each task instance's core and times.
+`events`, at most as many as events; only flags between kept events) for pypto-prof's
+arrows, and, in Tensor mode, each task instance's core and times. Once the record is full,
+Tensor-mode flags are no longer worked out (they take time of their own).
 
 A flow joins two instructions with durations: in Tensor mode an instruction and the last
 instruction of each other pipe it depends on (the flag a sync insertion would set); in Pro
@@ -150,6 +151,7 @@ class _Dispatcher:
         lc = exp.launches[li]
         prog = self.fl.programs[self.prog_of[lc.task]]
         row = [int(x) for x in lc.scalars[i - lc.first]]
+        self.fl.flags = self.eng.room()
         g = prog.attrs["grid_rank"]
         env = {f"g{d}": row[d] for d in range(g)}
         env.update({s: row[g + k] for k, s in enumerate(prog.attrs["scalars"])})
@@ -285,5 +287,4 @@ def _timeline(eng) -> dict:
         where[j] = k
     return {"events": [raw[j] for j in order], "events_total": eng.nevents,
             "events_dropped": eng.nkept - len(raw),
-            "flows": sorted([where[a], where[b]] for a, b in eng.flows),
-            "flows_total": eng.nflows}
+            "flows": sorted([where[a], where[b]] for a, b in eng.flows)}

@@ -99,7 +99,6 @@ class Engine:
         self.nevents = 0
         self.nkept = 0            # events with a duration (kept unless past the cap)
         self.flows: list = []     # (event index, event index): a flag from one to the other
-        self.nflows = 0
         self.poster: dict = {}    # cross-core key -> event index of what its setter signals
         self.max_events = int(os.environ.get("PYPTO_MAX_SIM_EVENTS", MAX_EVENTS) or 0)
         self.now = 0.0
@@ -184,12 +183,15 @@ class Engine:
         if r.left == 0:
             self.at(r.end, r.done, r)
 
+    def room(self) -> bool:
+        """Whether the record still keeps events (else flags need not be worked out)."""
+        return len(self.events) < self.max_events
+
     def _flows(self, r: Run, i: int) -> None:
         """The flags instruction i waited for, as (setter's event, i's event) pairs: the
         setting instructions of its own stream (flag) and of other cores (xflag keys)."""
         st, me = r.st, r.evid[i]
         flag, xflag = st.flag[i] or (), st.xflag[i] or ()
-        self.nflows += len(flag) + len(xflag)
         if me < 0 or len(self.flows) >= self.max_events:
             return
         srcs = [r.evid[j] for j in flag] + [self.poster.get(k, -1) for k in xflag]

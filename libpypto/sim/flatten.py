@@ -89,6 +89,7 @@ class Flattener:
         self.index = [{id(op): i for i, op in enumerate(ops)} for ops in self.ops]
         self.regions = [self._regions(p) for p in programs] if not pro else None
         self.templates: dict = {}
+        self.flags = True         # work out Tensor-mode flags (off once the record is full)
 
     def flatten(self, pi: int, env: dict, ctx: Context) -> Stream:
         st = Stream(pi)
@@ -148,7 +149,7 @@ class Flattener:
                     preds.update(rd.values())
         if gm is not None:
             self._gm_deps(gm, preds, state, len(st))
-        i = st.add(pipe, dur, gm, tuple(sorted(preds)), t.oid, flag=_other_pipes(st, preds, pipe, state))
+        i = st.add(pipe, dur, gm, tuple(sorted(preds)), t.oid, flag=_other_pipes(st, preds, pipe, state) if self.flags else None)
         state.last[pipe] = i
         for over in t.reads:
             for r in over:
