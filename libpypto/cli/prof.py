@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import MismatchError
+from ..errors import MismatchError, UsageError
+from ..prof.sim import VIEWS
 from . import load_doc, parse_assignments
 
 
@@ -34,18 +35,24 @@ def _nothing_to_run(trace_opts: dict, run_opts: dict) -> None:
                          f"options apply when pypto-prof runs an earlier level")
 
 
-def prof_main(src, out, chrome, svg, fmt, trace_opts: dict, run_opts: dict) -> None:
+def prof_main(src, out, chrome, svg, fmt, trace_opts: dict, run_opts: dict,
+              view: str = "auto") -> None:
     """Profile SRC (a run record, or any earlier level, which is run first) to OUT."""
-    from ..driver import profile, schedule
+    from ..driver import profile, schedule, simulated_target
     from ..ir.core import level_index
     from .io import write_output
     from .progress import progress
     from .run import mismatch_line, run_doc
     from .text import printable
+    if view not in VIEWS:
+        raise UsageError(f"--view {view!r}: expected one of {', '.join(VIEWS)}")
     with progress("pypto-prof", "compiling") as p:
         doc = load_doc(src, **trace_opts)
         predicted = None
         if doc.level != "run":
+            if view == "sim" and simulated_target(trace_opts["target"]) is None:
+                raise UsageError("--view sim: pypto-prof runs this input first; give it "
+                                 "--target a2 (or a3, 950, a target file) to simulate it")
             if level_index(doc.level) < level_index("sched"):
                 doc = schedule(doc, trace_opts["target"],
                                parse_assignments(trace_opts["bind"], "--bind"))
@@ -55,7 +62,7 @@ def prof_main(src, out, chrome, svg, fmt, trace_opts: dict, run_opts: dict) -> N
         else:
             _nothing_to_run(trace_opts, run_opts)
             rec = doc
-    text = profile(rec, chrome=chrome, svg=svg, fmt=fmt, predicted=predicted)
+    text = profile(rec, chrome=chrome, svg=svg, fmt=fmt, predicted=predicted, view=view)
     write_output(out, text.encode(), binary=False)
     bad = [c for c in rec.body[0].attrs["checks"] if not c["ok"]]
     if rec is not doc and bad:

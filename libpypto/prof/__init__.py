@@ -1,4 +1,5 @@
-"""Profiles of a run record: summary tables, Chrome trace-event JSON, SVG swimlane (svg.py).
+"""Profiles of a run record: summary tables, Chrome trace-event JSON, SVG swimlane (svg.py);
+of a simulated run (`pypto-run --target`), its tables and per-pipe tracks (sim.py).
 
 Names in a record (programs, ops, source locations, the kernel) came from a file; the tables
 show their control characters escaped (a report is terminal text), the Chrome trace escapes
@@ -12,18 +13,24 @@ from .names import label, shown
 
 
 def profile(doc, chrome: str | None = None, svg: str | None = None, fmt: str = "simple",
-            predicted: dict | None = None) -> str:
+            predicted: dict | None = None, view: str = "auto") -> str:
     """The report text; writes the Chrome trace and the SVG swimlane when paths are given.
 
     predicted: the schedule's prediction for this run ({makespan_us, lower_bound_us,
     critical_path_us, target}), shown beside the measured times; by default the record's
-    own (its run op's `predicted` attribute), if it has one."""
+    own (its run op's `predicted` attribute), if it has one.
+    view: host (the measured run), sim (the simulated run of `pypto-run --target`: its
+    tables and per-pipe tracks, sim.py; an error for a record without one) or auto (sim
+    when the record has one). The SVG swimlane always draws the host run."""
     from ..ir.files import atomic_write
+    from .sim import resolve_view, sim_tables, sim_trace
     from .svg import swimlane_svg
+    view = resolve_view(doc, view)
     predicted = predicted or doc.body[0].attrs.get("predicted")
-    text = tables(doc, fmt, predicted)
+    text = tables(doc, fmt, predicted) if view == "host" else sim_tables(doc, fmt, predicted)
     if chrome:
-        atomic_write(chrome, json.dumps(chrome_trace(doc), indent=1, sort_keys=True).encode())
+        trace = chrome_trace(doc) if view == "host" else sim_trace(doc)
+        atomic_write(chrome, json.dumps(trace, indent=1, sort_keys=True).encode())
     if svg:
         atomic_write(svg, swimlane_svg(doc).encode())
     return text

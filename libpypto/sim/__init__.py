@@ -21,8 +21,17 @@ The result: makespan in cycles and microseconds (launch included), per-core busy
 of every pipe, utilisation of each pipe (its busiest core) and of HBM and L2 over the run,
 the bound (the resource with the highest utilisation, or "latency" when none is above
 half), the per-pipe events (core, pipe, start, end, program, op; the first
-$PYPTO_MAX_SIM_EVENTS, 200000 by default) and, in Tensor mode, each task instance's core
-and times.
+$PYPTO_MAX_SIM_EVENTS, 200000 by default, of those with a duration: `events_dropped` counts
+the rest), the flags between them (`flows`: [setter event, waiter event] index pairs into
+`events`, at most as many as events; only flags between kept events) for pypto-prof's
+arrows, and, in Tensor mode, each task instance's core and times. Once the record is full,
+Tensor-mode flags are no longer worked out (they take time of their own).
+
+A flow joins two instructions with durations: in Tensor mode an instruction and the last
+instruction of each other pipe it depends on (the flag a sync insertion would set); in Pro
+mode the last instruction on the set pipe before a sync_set (or cross_set) and the first
+instruction on the wait pipe after the matching sync_wait (or cross_wait). A flag set
+before anything ran on its pipe, mutexes, barriers and sync_all have no arrow.
 
 What it ignores: instruction issue (the scalar unit and its queue depth), bank conflicts,
 DMA efficiency of short rows beyond 32-B padding, HBM write-back from L2 (stores write
@@ -142,6 +151,7 @@ class _Dispatcher:
         lc = exp.launches[li]
         prog = self.fl.programs[self.prog_of[lc.task]]
         row = [int(x) for x in lc.scalars[i - lc.first]]
+        self.fl.flags = self.eng.room()
         g = prog.attrs["grid_rank"]
         env = {f"g{d}": row[d] for d in range(g)}
         env.update({s: row[g + k] for k, s in enumerate(prog.attrs["scalars"])})
@@ -259,11 +269,22 @@ def _summary(eng, costs, kinds, target, extra: dict) -> dict:
         "l2_write_bytes": int(eng.l2_write_bytes),
         "pipes": list(PIPES),
         "busy": [[c, kinds[c]] + [int(round(b)) for b in eng.busy[c]] for c in used],
-        "events": sorted([c, p, int(s), int(e), g, o] for c, p, s, e, g, o in eng.events),
-        "events_total": eng.nevents,
+        **_timeline(eng),
         "programs": [[p.attrs["name"], [op.name for op in ops]]
                      for p, ops in zip(eng.programs, eng.ops)],
         **({"tasks": sorted(extra["tasks"])} if "tasks" in extra else {}),
         **({"clusters": sorted(extra["clusters"])} if "clusters" in extra else {}),
     }
 
+
+
+def _timeline(eng) -> dict:
+    """The kept events, sorted, and the flags between them as pairs of their indices."""
+    raw = [[c, p, int(s), int(e), g, o] for c, p, s, e, g, o in eng.events]
+    order = sorted(range(len(raw)), key=raw.__getitem__)
+    where = [0] * len(raw)
+    for k, j in enumerate(order):
+        where[j] = k
+    return {"events": [raw[j] for j in order], "events_total": eng.nevents,
+            "events_dropped": eng.nkept - len(raw),
+            "flows": sorted([where[a], where[b]] for a, b in eng.flows)}

@@ -64,7 +64,8 @@ class Calendar:
 class Run:
     """One stream running on one core from t0."""
 
-    __slots__ = ("st", "core", "t0", "wait", "ready", "succ", "left", "end", "done", "tag")
+    __slots__ = ("st", "core", "t0", "wait", "ready", "succ", "left", "end", "done", "tag",
+                 "evid")
 
     def __init__(self, st, core, t0, done, tag):
         self.st, self.core, self.t0, self.done, self.tag = st, core, t0, done, tag
@@ -77,6 +78,7 @@ class Run:
                 self.succ[j].append(i)
         self.left = n
         self.end = t0
+        self.evid = [-1] * n      # index of each instruction's event in Engine.events, or -1
 
 
 class Engine:
@@ -95,6 +97,9 @@ class Engine:
         self.waiters: dict = {}
         self.events: list = []
         self.nevents = 0
+        self.nkept = 0            # events with a duration (kept unless past the cap)
+        self.flows: list = []     # (event index, event index): a flag from one to the other
+        self.poster: dict = {}    # cross-core key -> event index of what its setter signals
         self.max_events = int(os.environ.get("PYPTO_MAX_SIM_EVENTS", MAX_EVENTS) or 0)
         self.now = 0.0
 
@@ -149,11 +154,19 @@ class Engine:
         pipe = st.pipe[i]
         self.busy[r.core][pipe] += end - start
         self.nevents += 1
-        if len(self.events) < self.max_events and end > start:
-            self.events.append((r.core, pipe, start, end, st.prog, st.op[i]))
+        if end > start:
+            self.nkept += 1
+            if len(self.events) < self.max_events:
+                r.evid[i] = len(self.events)
+                self.events.append((r.core, pipe, start, end, st.prog, st.op[i]))
+            if st.flag[i] or st.xflag[i]:
+                self._flows(r, i)
         post = st.post[i]
         if post:
+            src = st.flag[i]
+            ev = r.evid[src[0]] if src else -1
             for key in post:
+                self.poster[key] = ev
                 self.mail[key] = end
                 for w in self.waiters.pop(key, ()):
                     self.work.append(w)
@@ -169,6 +182,20 @@ class Engine:
         r.left -= 1
         if r.left == 0:
             self.at(r.end, r.done, r)
+
+    def room(self) -> bool:
+        """Whether the record still keeps events (else flags need not be worked out)."""
+        return len(self.events) < self.max_events
+
+    def _flows(self, r: Run, i: int) -> None:
+        """The flags instruction i waited for, as (setter's event, i's event) pairs: the
+        setting instructions of its own stream (flag) and of other cores (xflag keys)."""
+        st, me = r.st, r.evid[i]
+        flag, xflag = st.flag[i] or (), st.xflag[i] or ()
+        if me < 0 or len(self.flows) >= self.max_events:
+            return
+        srcs = [r.evid[j] for j in flag] + [self.poster.get(k, -1) for k in xflag]
+        self.flows += [(ev, me) for ev in srcs if ev >= 0][:self.max_events - len(self.flows)]
 
     # -- GM transfers -------------------------------------------------------------------------
     def _transfer(self, r: Run, i: int) -> None:

@@ -33,7 +33,7 @@ CROSS = ("cross_set", "cross_wait", "sync_all")
 class Stream:
     """The flat instructions of one program instance (parallel lists, one entry each)."""
 
-    __slots__ = ("pipe", "dur", "gm", "preds", "post", "need", "op", "prog")
+    __slots__ = ("pipe", "dur", "gm", "preds", "post", "need", "op", "prog", "flag", "xflag")
 
     def __init__(self, prog: int):
         self.prog = prog
@@ -44,11 +44,22 @@ class Stream:
         self.post: list = []      # None or [(key, n)]
         self.need: list = []      # None or [(key, n)]
         self.op: list = []        # index of the static op in the program (OpTable)
+        # The flags for pypto-prof's arrows (they order nothing: preds and need do):
+        # flag: None or the earlier instructions of the stream whose flag this one waited
+        # for (Tensor mode: the last it depends on of each other pipe, unless implied; Pro: the instruction
+        # each sync_wait before it on its pipe was set after); on a cross-core post, the
+        # instruction the posted event signals. xflag: None or the cross-core keys a
+        # cross_wait before it on its pipe needed.
+        self.flag: list = []
+        self.xflag: list = []
 
     def __len__(self) -> int:
         return len(self.pipe)
 
-    def add(self, pipe, dur, gm, preds, op, post=None, need=None) -> int:
+    def add(self, pipe, dur, gm, preds, op, post=None, need=None, flag=None,
+            xflag=None) -> int:
+        self.flag.append(flag)
+        self.xflag.append(xflag)
         self.pipe.append(pipe)
         self.dur.append(dur)
         self.gm.append(gm)
@@ -78,6 +89,7 @@ class Flattener:
         self.index = [{id(op): i for i, op in enumerate(ops)} for ops in self.ops]
         self.regions = [self._regions(p) for p in programs] if not pro else None
         self.templates: dict = {}
+        self.flags = True         # work out Tensor-mode flags (off once the record is full)
 
     def flatten(self, pi: int, env: dict, ctx: Context) -> Stream:
         st = Stream(pi)
@@ -113,8 +125,12 @@ class Flattener:
         dur, gm = t.cost(env, state.ctx)
         last = state.last[pipe]
         if self.pro:
-            i = st.add(pipe, dur, gm, (last,) if last >= 0 else (), t.oid)
-            state.last[pipe] = i
+            flag, xflag = state.pending[pipe], state.xpending[pipe]
+            if flag or xflag:
+                state.pending[pipe], state.xpending[pipe] = [], []
+            i = st.add(pipe, dur, gm, (last,) if last >= 0 else (), t.oid,
+                       flag=tuple(flag) or None, xflag=tuple(xflag) or None)
+            state.last[pipe] = state.real[pipe] = i
             return
         preds = {last} if last >= 0 else set()
         writer, readers = state.writer, state.readers
@@ -133,7 +149,7 @@ class Flattener:
                     preds.update(rd.values())
         if gm is not None:
             self._gm_deps(gm, preds, state, len(st))
-        i = st.add(pipe, dur, gm, tuple(sorted(preds)), t.oid)
+        i = st.add(pipe, dur, gm, tuple(sorted(preds)), t.oid, flag=_other_pipes(st, preds, pipe, state) if self.flags else None)
         state.last[pipe] = i
         for over in t.reads:
             for r in over:
@@ -266,10 +282,30 @@ def _build(e):
     return lambda env: E.evaluate(e, env)
 
 
+def _other_pipes(st, preds, pipe, state):
+    """The last of preds on each pipe other than pipe, unless an earlier instruction of
+    pipe already waited for it or a later one of that pipe: the flags a sync insertion
+    sets (what the pipes' order implies needs none). None if none."""
+    last: dict = {}
+    for p in preds:
+        q = st.pipe[p]
+        if q != pipe and p > last.get(q, -1):
+            last[q] = p
+    seen = state.seen[pipe]
+    new = [p for q, p in last.items() if p > seen[q]]
+    for p in new:
+        seen[st.pipe[p]] = p
+    return tuple(sorted(new)) if new else None
+
+
 class _State:
     def __init__(self, ctx):
         self.ctx = ctx
         self.last = [-1] * NPIPES
+        self.real = [-1] * NPIPES                    # the last non-sync instruction per pipe
+        self.seen = [[-1] * NPIPES for _ in range(NPIPES)]   # Tensor: flags waited for
+        self.pending: list = [[] for _ in range(NPIPES)]     # flag sources for the next one
+        self.xpending: list = [[] for _ in range(NPIPES)]    # cross-core keys for the next
         self.writer: dict = {}
         self.readers: dict = {}
         self.gm_store: dict = {}
@@ -297,13 +333,16 @@ def _plain(fl, st, state, pipe, oid, extra=(), post=None, need=None) -> int:
 def _sync_set(fl, op, env, st, state, pipe, oid):
     key = (op.attrs["pipe"], op.attrs["wait_pipe"], _event(op, env))
     i = _plain(fl, st, state, pipe, oid)
-    state.flags.setdefault(key, []).append(i)
+    state.flags.setdefault(key, []).append((i, state.real[pipe]))
 
 
 def _sync_wait(fl, op, env, st, state, pipe, oid):
     key = (op.attrs["set_pipe"], op.attrs["pipe"], _event(op, env))
     q = state.flags.get(key)
-    _plain(fl, st, state, pipe, oid, (q.pop(0),) if q else ())
+    setter, src = q.pop(0) if q else (None, -1)
+    _plain(fl, st, state, pipe, oid, (setter,) if setter is not None else ())
+    if src >= 0:
+        state.pending[pipe].append(src)
 
 
 def _mutex(fl, op, env, st, state, pipe, oid):
@@ -344,6 +383,7 @@ def _cross(fl, op, env, st, state, pipe, oid):
         else:
             n = _nth(state, ("bw", ctx.kind, e))
             need = [(("b", ctx.kind, e, j), n) for j in range(ctx.members.get(ctx.kind, 0))]
+            state.xpending[pipe] += need
             return _plain(fl, st, state, pipe, oid, need=need)
     elif mode == "INTER_SUBBLOCK":
         keys = [("s", cl, 3 - me, e)] if setting else [("s", cl, me, e)]
@@ -356,7 +396,11 @@ def _cross(fl, op, env, st, state, pipe, oid):
         keys = [("u", cl, me, e)] if setting else [("d", cl, me, e)]
     marks = [(k, _nth(state, (setting, k))) for k in keys]
     if setting:
-        return _plain(fl, st, state, pipe, oid, post=marks)
+        i = _plain(fl, st, state, pipe, oid, post=marks)
+        if state.real[pipe] >= 0:
+            st.flag[i] = (state.real[pipe],)
+        return i
+    state.xpending[pipe] += marks
     return _plain(fl, st, state, pipe, oid, need=marks)
 
 

@@ -16,7 +16,9 @@ EPILOG = examples(
     "pypto-prof run.msgpack --chrome trace.json     # open trace.json in ui.perfetto.dev",
     "pypto-prof run.msgpack --svg lanes.svg --fmt github -o profile.md",
     "pypto-prof examples/softmax.py --bind x_0=4096   # run it first: predicted and measured",
-    "pypto-prof examples/pro/vadd.py --block-dim 8 --bind x_0=4096   # a Pro kernel")
+    "pypto-prof examples/pro/vadd.py --block-dim 8 --bind x_0=4096   # a Pro kernel",
+    "pypto-run examples/softmax.py --bind x_0=4096 --target a2 | pypto-prof --chrome sim.json",
+    "pypto-prof run.msgpack --view host   # the host-measured run of a simulated record")
 
 
 @app.command(epilog=EPILOG)
@@ -25,6 +27,7 @@ def prof(
     chrome: Optional[str] = typer.Option(None, "--chrome", help="write Chrome trace-event JSON here"),
     svg: Optional[str] = typer.Option(None, "--svg", help="write an SVG swimlane here"),
     fmt: str = typer.Option("simple", "--fmt", help="table format: any tabulate format (simple, github, plain, ...)"),
+    view: str = typer.Option("auto", "--view", help="auto, host or sim: the simulated run of pypto-run --target (auto: when the record has one)"),
     out: Out = "-", kernel: Kernel = None, const: Const = None, bind: Bind = None,
     target: Target = None, inputs: Inputs = None, input: Input = None, seed: Seed = 0,
     threads: Threads = None, backend: Backend = None, repeat: Repeat = 1,
@@ -41,7 +44,7 @@ def prof(
               {"kernel": kernel, "const": const, "bind": bind, "target": target},
               {"inputs": inputs, "single": input, "seed": seed, "threads": threads,
                "backend": backend, "repeat": repeat,
-               "pro": None if block_dim is None else {"block_dim": block_dim}})
+               "pro": None if block_dim is None else {"block_dim": block_dim}}, view)
 
 
 def main() -> None:
