@@ -97,15 +97,58 @@ def get_cube_tile_shapes():
 # -- in-place forms and moves -----------------------------------------------------------------
 
 def move(dst, src) -> None:
-    """dst.move(src): dst now holds src. A parameter or local tensor (or a view of one) is
-    written with assemble; a computed value is rebound to src."""
+    """dst.move(src) (and `dst[:] = src`): dst now holds src. A parameter or local tensor (or
+    a view of one) is written with assemble; a computed value is rebound to src. A computed
+    value from outside the pypto.loop being traced is carried across its iterations, as the
+    reference's tensor slots do (`state = states[b]` before the loop, `state[:] = new` in
+    it): see _carry."""
     b = builder()
     if not isinstance(dst, TraceTensor) or not isinstance(src, TraceTensor):
         raise b.error("move takes two tensors")
     if dst.memory is not None or dst.base is not None:
         ops.assemble(src, [0] * src.ndim, dst)
+    elif len(dst.scope) < len(b.loops) and tuple(b.loops[:len(dst.scope)]) == dst.scope:
+        _carry(b, dst, src)
     else:
         dst.value, dst.valid, dst.scope = src.value, src.valid, src.scope
+
+
+def _carry(b, dst, src) -> None:
+    """Make dst, a computed value defined outside the loop L being traced (the outermost loop
+    entered since), a loop-carried tensor: a local made before L, written with dst's value
+    there; every op of L traced so far that read dst reads the local instead (the next
+    iteration sees this write); src is written into it and dst names the local from now on
+    (after L it holds the last iteration's value)."""
+    if dst.valid is not None:
+        raise b.error("moving into a view with valid_shape from inside a pypto.loop: make a "
+                      "pypto.tensor before the loop and assemble into it")
+    depth = len(dst.scope)
+    loop, parent = b.loops[depth], b.regions[depth]
+    inner, b.loops[depth:] = b.loops[depth:], []
+    pre: list = []
+    b.regions.append(pre)
+    try:
+        n = b.carries[loop.attrs["var"]] = b.carries.get(loop.attrs["var"], -1) + 1
+        local = ops.tensor(dst.type.shape, dst.dtype, f"carry_{loop.attrs['var']}_{n}")
+        ops.assemble(dst, [0] * dst.ndim, local)
+    finally:
+        b.regions.pop()
+        b.loops.extend(inner)
+    _replace_operand(loop.regions, dst.value, local.value)
+    for op in pre:              # at L's line: the same on every traced path
+        op.loc = loop.loc
+    i = next(i for i, op in enumerate(parent) if op is loop)
+    parent[i:i] = pre
+    local.scope = dst.scope
+    ops.assemble(src, [0] * src.ndim, local)
+    dst.value, dst.memory, dst.scope = local.value, local.memory, local.scope
+
+
+def _replace_operand(regions, old, new) -> None:
+    for region in regions:
+        for op in region:
+            op.operands = [new if v is old else v for v in op.operands]
+            _replace_operand(op.regions, old, new)
 
 
 def _inplace(name: str, fn):

@@ -88,22 +88,39 @@ def _getattr(self, name):
 
 
 def _getitem(self, key):
+    """t[key]: with an index per dim on an integer input, the element read at run time;
+    otherwise a view. Integer (or symbolic) indices mixed with slices, or fewer keys than
+    dims, select that position and drop the dim, as the reference's Tensor does: a view
+    with 1 there, reshaped without it (`states[b, h]` of [B, N, D, D] is [D, D])."""
     idx = key if isinstance(key, tuple) else (key,)
     if len(idx) == self.ndim and \
             all(scalar_expr(i) is not None and not isinstance(i, bool) for i in idx):
         return read_scalar(self, list(idx))
-    offsets, shape = slice_key(self, key)
-    return ops.view(self, shape, offsets)
+    ints: list = []
+    offsets, shape = slice_key(self, key, ints=ints)
+    v = ops.view(self, shape, offsets)
+    if not any(ints):
+        return v
+    keep = [s for s, i in zip(shape, ints) if not i]
+    return ops.reshape(v, keep)
 
 
 def _setitem(self, key, value):
     """t[key] = value: assemble value at the slice's offsets. A slice with a start and no
     stop (`out[i*32:, 0:] = t`) takes its extent from the value, as in the reference: the
     value is assembled at that offset (its valid region, for a view with valid_shape); a
-    bare `:` is the whole dim and must match."""
+    bare `:` is the whole dim and must match. An integer (or symbolic) index writes at that
+    position of a dim the value does not have (`out[i0:i1, h] = x` with x of rank 2 into a
+    rank-3 out): the value is reshaped with a 1 there, as the reference does."""
     b = _b()
+    if _whole(key) and self.memory is None and self.base is None \
+            and isinstance(value, TraceTensor):
+        return api.move(self, value)     # the reference: x[:] = v on a computed x is x.move(v)
     open_ends: list = []
-    offsets, shape = slice_key(self, key, open_ends)
+    ints: list = []
+    offsets, shape = slice_key(self, key, open_ends, ints)
+    if isinstance(value, TraceTensor) and any(ints):
+        value = _with_unit_dims(value, ints, b, self)
     if isinstance(value, TraceTensor) and value.ndim == len(shape):
         shape = [value.type.shape[i] if o else s for i, (s, o) in enumerate(zip(shape, open_ends))]
     if not isinstance(value, TraceTensor):
@@ -118,6 +135,27 @@ def _setitem(self, key, value):
         b.same(d, s, f"writing {value.type} into region {fmt_shape(shape)} of "
                      f"{self.memory or 'a tensor'}: dim {i} differs")
     ops.assemble(value, offsets, self)
+
+
+def _whole(key) -> bool:
+    """key is `:` or a tuple of bare `:` (the reference's empty slice)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return bool(keys) and all(isinstance(k, slice) and k == slice(None) for k in keys)
+
+
+def _with_unit_dims(value, ints, b, dst):
+    """value reshaped with a 1 at each integer-indexed dim (its valid region kept)."""
+    n = ints.count(False)
+    if value.ndim != n:
+        raise b.error(f"writing a rank-{value.ndim} tensor into {dst.memory or 'a tensor'} "
+                      f"at a key with {n} slice(s): the ranks must match")
+    dims = iter(value.type.shape)
+    shape = [1 if i else next(dims) for i in ints]
+    valid = None
+    if value.valid is not None:
+        vs = iter(value.valid)
+        valid = [1 if i else next(vs) for i in ints]
+    return ops.reshape(value, shape, valid_shape=valid)
 
 
 def _matmul_operator(s, o):

@@ -110,6 +110,7 @@ def trace_kernel(k: Kernel, consts: dict, static: dict, target=None) -> Document
             raise CompileError(f"{k.name}: more than {MAX_PATHS} runtime branch combinations; "
                                f"reduce the number of symbolic `if`s or unroll factors")
     _check_no_markers(merged)
+    _unique_locals(merged)
     b = first
     for p in merged:
         if p.name == "param":
@@ -289,6 +290,22 @@ def _merge_region(a_ops: list, b_ops: list, vm: dict) -> None:
         for ra, rb in zip(ao.regions, bo.regions):
             _merge_region(ra, rb, vm)
         i += 1
+
+
+def _unique_locals(ops: list) -> None:
+    """Locals are numbered per traced path, so two branches' different locals can share a
+    name (a branch that makes more of them first); the later ones get a suffix, since the
+    levels below keep a local's memory by name."""
+    seen: set = set()
+    for top in ops:
+        for op in top.walk():
+            if op.name != "tensor":
+                continue
+            name, k = op.result.name, 1
+            while op.result.name in seen:
+                op.result.name = f"{name}_{k}"
+                k += 1
+            seen.add(op.result.name)
 
 
 def _check_no_markers(ops: list) -> None:

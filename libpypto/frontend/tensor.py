@@ -117,6 +117,7 @@ class _Builder:
         self.nloops = 0
         self.nlocals = 0
         self.read_vars: set[str] = set()       # variables of data-dependent reads
+        self.carries: dict[str, int] = {}      # loop var -> loop-carried locals made (move)
         self.label: str | None = None          # set_semantic_label's current label
 
     # locations: the innermost frame in the user's file
@@ -521,9 +522,13 @@ def fmt_shape(shape) -> str:
     return "[" + ", ".join(E.to_str(d) for d in shape) + "]"
 
 
-def slice_key(t: TraceTensor, key, open_ends: list | None = None) -> tuple[list, list]:
+def slice_key(t: TraceTensor, key, open_ends: list | None = None,
+              ints: list | None = None) -> tuple[list, list]:
     """(offsets, shape) of t[key]; open_ends, if given, gets a bool per dim: the slice has a
-    start and no stop (`t[i:, 0:]`; a bare `:` is the whole dim)."""
+    start and no stop (`t[i:, 0:]`; a bare `:` is the whole dim). An integer or symbolic
+    index i is the slice i:i+1 (negative ints count from the end); ints gets a bool per dim:
+    indexed by an integer (the caller drops that dim, as the reference's Tensor does). Without
+    ints, an integer index is an error."""
     b = _b()
     if not isinstance(key, tuple):
         key = (key,)
@@ -538,8 +543,10 @@ def slice_key(t: TraceTensor, key, open_ends: list | None = None) -> tuple[list,
     for i, k in enumerate(key):
         dim = t.dim(i)
         if not isinstance(k, slice):
-            raise b.error("integer and tensor indexing are not supported; use slices "
-                          "such as x[i:i+1, :] (or pypto.view)")
+            if ints is None or isinstance(k, bool) or scalar_expr(k) is None:
+                raise b.error("tensor indexing is not supported; use slices such as "
+                              "x[i:i+1, :], integers or symbolic scalars (or pypto.view)")
+            k = _int_as_slice(k, dim, b)
         if k.step not in (None, 1):
             raise b.error("slices with a step are not supported")
         lo = 0 if k.start is None else _index(k.start, dim, b)
@@ -548,7 +555,18 @@ def slice_key(t: TraceTensor, key, open_ends: list | None = None) -> tuple[list,
             open_ends.append(k.start is not None and k.stop is None)
         offsets.append(lo)
         shape.append(E.sub(hi, lo))
+    if ints is not None:
+        ints[:] = [not isinstance(k, slice) for k in key]
     return offsets, shape
+
+
+def _int_as_slice(k, dim, b) -> slice:
+    """Index k of a dim of size dim as the slice k:k+1 (a negative int counts from the end;
+    a static one out of range is an error)."""
+    e = _index(k, dim, b)
+    if isinstance(e, int) and isinstance(dim, int) and not 0 <= e < dim:
+        raise b.error(f"index {k} is out of range for a dim of size {dim}")
+    return slice(e, E.add(e, 1))
 
 
 def _index(v, dim, b) -> E.Ex:

@@ -582,12 +582,15 @@ class _Expander:
         gv = [E.sym(f"g{d}") for d in range(p)]
         body: list = []
         t_in = [1] * p + rest_in
-        src = self.load(body, x, t_in, gv + [0] * len(rest_in),
-                        [1] * p + list(rest_in))
+        # kept leading dims: only rows of x's valid region (a view with a tail) are copied
+        hv = self.home[x].valid
+        lead = [1 if hv[d] == sin[d] else E.minimum(1, E.sub(hv[d], gv[d])) for d in range(p)]
+        src = self.load(body, x, t_in, gv + [0] * len(rest_in), lead + list(rest_in))
         dst = _tile(body, op.result.type.dtype, [1] * p + rest_out)
         body.append(Op("treshape", [dst, src], [], {}, [], op.loc))
         home = self.workspace(op)
-        self.store(body, dst, home, gv + [0] * len(rest_out), [1] * p + list(rest_out), op.loc)
+        home.valid = list(self.home[x].valid[:p]) + list(rest_out)
+        self.store(body, dst, home, gv + [0] * len(rest_out), lead + list(rest_out), op.loc)
         self.tile_of[op.result] = [1] * p + rest_out
         self.kernel(op, grid, body, [1] * p + rest_out)
 
