@@ -71,4 +71,4 @@ def reference(a, b, scale_a, scale_b):
     return {"out": da @ db}
 
 
-EXAMPLE = {"kernel": "matmul_mxfp8", "block_dim": M // TM}
+EXAMPLE = {"kernel": "matmul_mxfp8", "block_dim": M // TM, "target": "950"}   # MX: the 950
