@@ -72,7 +72,7 @@ from ..ir.types import DType
 from . import dsl
 from .dsl import Scalar, expr_of
 from .rewrite import _Rewriter, rewrite
-from .state import current
+from .state import Branch, current
 
 _BUILD: list = []        # the SIMT body being traced (a stack: callees share their launch's)
 
@@ -417,9 +417,10 @@ def warp_size() -> int:
 
 # -- control flow ---------------------------------------------------------------------------
 
-class _Branch:
-    """A divergent `if` on a per-thread condition (the interface of state.Branch): the arms
-    record into the two regions of one ["if"]; names they assign merge with a select."""
+class _Branch(Branch):
+    """A divergent `if` on a per-thread condition (state.Branch's bookkeeping of the arms'
+    names): the arms record into the two regions of one ["if"]; names they assign merge
+    with a select."""
 
     def __init__(self, cond: SVal, before: dict, names: tuple):
         self.b = _builder("a SIMT if")
@@ -437,18 +438,6 @@ class _Branch:
                 yield arm
             finally:
                 self.b.stack.pop()
-
-    def done(self, local: dict) -> None:
-        self.arms.append({n: local[n] for n in self.names if n in local})
-
-    def had(self, name: str) -> bool:
-        return name in self.before
-
-    def value_before(self, name: str):
-        return self.before[name]
-
-    def has(self, name: str) -> bool:
-        return any(name in a for a in self.arms)
 
     def merged(self, name: str):
         vals = [a[name] for a in self.arms if name in a]
