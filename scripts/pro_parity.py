@@ -13,7 +13,7 @@ namespace the reference puts it: `pl.<name>` for tile, cube, movement, resources
 libpypto.pro import Vf`) for Reg computation (its enums are `pl.<name>`; a Vf name that only
 raises "not built", prolang/vf_api.NOT_BUILT, does not count); `subview` is tile slicing and
 `store_atomic` `pl.store(atomic=)`, as the reference's pages say. Existing does not mean
-identical: the README's Pro parity table says where pypto differs.
+identical: the parity table of docs/pro.md says where pypto differs.
 """
 from __future__ import annotations
 

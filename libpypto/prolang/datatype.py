@@ -8,7 +8,7 @@
         ...
     vadd[None, 4, {"x": pl.DT_FP16, "y": pl.DT_FP16, "out": pl.DT_FP16}](x, y, out)
 
-Choices (also in the README's Pro section):
+Choices (also in docs/pro.md):
 - The schema maps parameter names to dtype variable names (identifiers that are neither a
   parameter nor a TilingKey field). Several parameters may share a variable; the launch must
   then give them one dtype.

@@ -10,7 +10,7 @@ execute them (libpypto/runtime/pro_debug.py, codegen/pro_debug_c.py).
     pl.dump_data(tile, offsets=[0, 8], shapes=[4, 8])       # a window
     pl.trap()                                              # S pipe
 
-Choices (also in the README's Pro section):
+Choices (also in docs/pro.md):
 - printf's format is the reference's subset (ir/debug_ops.parse_format), checked when the
   kernel is traced and again when an IR file is read. %d %i %u %x take integer scalars
   (Python ints and bools, integer runtime scalars; printed as int64, %u %x as uint64 bits);
