@@ -393,9 +393,11 @@ class _Prog(VfC):                 # VfC: the Reg instructions (pro_vf_c.py)
         self.emit(f"for (int64_t {i} = 0; {i} < {m}; {i}++) for (int64_t {j} = 0; {j} < {n}; "
                   f"{j}++) {{")
         self.emit(f"    {work} {s} = 0;")
+        zero = " + 0.0f" if work == "float" else ""     # the product rounded, then added
         self.emit(f"    for (int64_t {q} = 0; {q} < {k}; {q}++) {s} += "
                   f"({work}){_ld(a.type.dtype, f'{self.names[a]}[{i} * {self.rs(a)} + {q}]')}"
-                  f" * ({work}){_ld(b.type.dtype, f'{self.names[b]}[{q} * {K2} + {j}]')};")
+                  f" * ({work}){_ld(b.type.dtype, f'{self.names[b]}[{q} * {K2} + {j}]')}"
+                  f"{zero};")
         kind = "float" if work == "float" else "int"
         if len(op.operands) == 4:       # the bias row, down every row
             bias = op.operands[3]

@@ -667,16 +667,26 @@ def _tmatmul(core, op, env):
     acc, a, b = (core.vals[v] for v in op.operands[:3])
     m, n = core.valid(op, env, acc.shape)
     k = max(0, min(int(core.ev(op.attrs["k_valid"], env)), a.shape[1]))
-    prod = work(a[:m, :k]) @ work(b[:k, :n])
     core.cluster.flops += 2 * m * n * k
-    if acc.dtype.kind in "iu":
-        prod = prod.astype(np.int64)
+    prod = _in_order_product(work(a[:m, :k]), work(b[:k, :n]))
     if len(op.operands) == 4:           # the bias row, down every row
         prod = prod + work(core.vals[op.operands[3]][:1, :n])
     if int(core.ev(op.attrs["init"], env)):
         _put(acc[:m, :n], prod)
     else:
         _put(acc[:m, :n], work(acc[:m, :n]) + prod)
+
+
+def _in_order_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b summed over k in order, as the C does (codegen/pro_c.py i_tmatmul): each float
+    product rounded to float32, then added. Integers are exact in int64 in any order. Not
+    numpy's matmul: the BLAS behind it picks its own summation order per CPU and shape."""
+    if a.dtype.kind in "iu":
+        return a @ b
+    s = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for q in range(a.shape[1]):
+        s += a[:, q:q + 1] * b[q:q + 1, :]
+    return s
 
 
 def _elementwise(core, op, env):

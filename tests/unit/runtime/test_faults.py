@@ -73,7 +73,11 @@ def test_kill9_at_any_moment_leaves_the_old_or_a_whole_new_file(tmp_path):
     for trial in range(10):
         path.write_bytes(old)
         p = start_writer(path, 8 << 20)
-        time.sleep(rng.uniform(0.0, 1.2))      # before, during or after the first writes
+        if trial % 2:                          # after the first write, during later ones
+            p.stdout.readline()
+            time.sleep(rng.uniform(0.0, 0.3))
+        else:                                  # any moment, maybe before the first write
+            time.sleep(rng.uniform(0.0, 1.2))
         p.kill()
         p.wait()
         data = path.read_bytes()
