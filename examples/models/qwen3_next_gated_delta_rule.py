@@ -24,8 +24,8 @@ shared by groups of value heads. states / last_state_data are [B, Nv, Dv, Dk].
 
 The reference hard-wires L = 128 and inverts T in 16-row blocks merged 2x2; here T comes
 from row-by-row forward substitution (row i = e_i - N[i, :i] T[:i]), so any L works, at L
-small matmuls per chunk. check() runs L = 16, D = 32, 2 key heads, 4 value heads, two
-sequences of 37 and 20 tokens.
+small matmuls per chunk. check() runs L = 16, D = 32, 1 key head shared by 2 value heads,
+two sequences of 37 and 20 tokens.
 """
 import numpy as np
 
@@ -148,7 +148,7 @@ def reference(query, key, value, beta, gate, states, act_seq_len):
     return out, last
 
 
-def make_inputs(seqs=(37, 20), nqk=2, nv=4, d=32, seed=0):
+def make_inputs(seqs=(37, 20), nqk=1, nv=2, d=32, seed=0):
     """Packed sequences: q, k, v ~ N(0, 1); beta in (0, 1) as a sigmoid gives; log-decays
     g in (-0.7, -0.01) (decays 0.5 .. 0.99 per token, so state crosses chunks); a random
     initial state. Outputs zeroed. Returns (inputs, outputs) in the kernel's order."""
