@@ -32,8 +32,16 @@ def load(name):
     return m
 
 
-@pytest.mark.parametrize("name", MODELS)
-@pytest.mark.parametrize("backend", [pytest.param("c", marks=pytest.mark.needs_cc), "numpy"])
+def _cases():
+    """(name, backend) for every example; the C runs of the three large kernels are slow
+    (their first compile is 3-5 s of CPU), their numpy runs stay in make check."""
+    for name in MODELS:
+        yield pytest.param(name, "numpy", id=f"numpy-{name}")
+        marks = [pytest.mark.needs_cc] + ([pytest.mark.slow] if name in PIPED else [])
+        yield pytest.param(name, "c", marks=marks, id=f"c-{name}")
+
+
+@pytest.mark.parametrize("name,backend", _cases())
 def test_model_kernel_matches_numpy(name, backend):
     m = load(name)
     with warnings.catch_warnings():
@@ -66,6 +74,28 @@ def test_model_kernel_through_the_pipe(name, backend):
            for o in a["outputs"]}
     out_names = [n for n, _ in kernel.tensor_params][len(ins):]
     m.compare([got[n] for n in out_names], _want(m, name, ins, outs))
+
+
+@pytest.mark.slow          # 5-10 s each: every pass's result interpreted on numpy
+@pytest.mark.parametrize("name", sorted(PIPED))
+def test_model_kernel_agrees_at_every_level(name):
+    """pypto-run --check-levels on the example's own data: the tile, block and exec levels
+    after each pass agree with the tensor level."""
+    from libpypto import driver
+    m = load(name)
+    kernel = getattr(m, PIPED[name])
+    ins, outs = m.make_inputs()
+    names = [n for n, _ in kernel.tensor_params]
+    arrays = dict(zip(names, ins + outs))
+    dims = [(f"{n}_{axis}", int(arrays[n].shape[axis]), d) for n, spec in kernel.tensor_params
+            for axis, d in enumerate(spec.shape) if not isinstance(d, int)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        doc = driver.trace(str(ROOT / "examples" / "models" / f"{name}.py"), kernel=PIPED[name],
+                           bind={k: v for k, v, d in dims if d is STATIC})
+        rows = driver.check_levels(doc, inputs=dict(zip(names, ins)),
+                                   bind={k: v for k, v, _ in dims})
+    assert len(rows) > 3 and all(r["verdict"] == "pass" for r in rows[1:]), rows
 
 
 def _want(m, name, ins, outs):
