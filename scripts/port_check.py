@@ -6,11 +6,11 @@ REF is a local checkout of hicann/pypto (its models/ and examples/ are read). Th
 fetches nothing and holds none of the reference's code: for each kernel it reads the
 reference's own file, changes `import pypto` to `import libpypto as pypto` (and
 `from pypto... import` the same way), executes it as a module and calls the kernel with
-numpy arrays. What the file imports that is not installed here (torch, torch_npu, the
-reference's test utilities) is a stand-in object that absorbs use at import time (decorators,
-annotations, module-level registration), so only the kernel itself has to work; a file of
-the same directory that the kernel file imports is loaded the same way, import swapped. The
-inputs are made here, shaped as the reference's own tests make them, at small sizes, and the
+numpy arrays. torch and torch_npu, and whatever else the file imports that is not installed
+here (the reference's test utilities), are stand-in objects that absorb use at import time
+(decorators, annotations, module-level registration), so only the kernel itself has to
+work; a file of the same directory that the kernel file imports is loaded the same way,
+import swapped. The inputs are made here, shaped as the reference's own tests make them, at small sizes, and the
 outputs are compared with the numpy formulas of examples/models/ (the reference's goldens
 are written in torch, which this machine does not have).
 
@@ -139,12 +139,30 @@ def imported_names(src: str) -> set[str]:
     return names
 
 
+# the device stack: stand-ins even where installed (a CPU torch would refuse the files'
+# torch.library registrations for the NPU dispatch key)
+DEVICE = {"torch", "torch_npu"}
+
+
+class _DeviceFinder(_Finder):
+    """First on sys.meta_path while a reference file runs: torch and torch_npu are always
+    stand-ins."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] not in DEVICE:
+            return None
+        return importlib.util.spec_from_loader(name, self, is_package=True)
+
+
 def load(path: pathlib.Path) -> tuple[dict, list[int]]:
     """Execute a reference file with its imports swapped (not as __main__); its namespace and
     the lines changed."""
     src, changed = swap_imports(path.read_text())
     finder = _Finder(path.parent, imported_names(src))
+    device = _DeviceFinder(path.parent, set(DEVICE))
+    hidden = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] in DEVICE}
     before = set(sys.modules)
+    sys.meta_path.insert(0, device)
     sys.meta_path.append(finder)
     module = types.ModuleType(f"port_check_{path.stem}")
     module.__file__ = str(path)
@@ -154,9 +172,11 @@ def load(path: pathlib.Path) -> tuple[dict, list[int]]:
         exec(compile(src, str(path), "exec", dont_inherit=True), ns)
     finally:
         sys.meta_path.remove(finder)
+        sys.meta_path.remove(device)
         for name in set(sys.modules) - before:
-            if name in finder.made:
+            if name in finder.made or name in device.made:
                 del sys.modules[name]
+        sys.modules.update(hidden)
     return ns, changed
 
 

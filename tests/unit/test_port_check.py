@@ -107,6 +107,18 @@ def test_stand_ins_do_not_leak_into_later_imports(tmp_path):
         import torch_npu                                         # noqa: F401
 
 
+def test_torch_is_a_stand_in_even_where_installed(tmp_path, monkeypatch):
+    """A CPU torch would refuse the files' NPU registrations: torch is always a stand-in
+    while a reference file runs, and whatever torch was imported before is put back."""
+    real = type(sys)("torch")
+    monkeypatch.setitem(sys.modules, "torch", real)
+    (tmp_path / "k.py").write_text("import torch\nimport pypto\n"
+                                   "LIB = torch.library.Library('pypto', 'FRAGMENT')\n")
+    ns, _ = P.load(tmp_path / "k.py")
+    assert isinstance(ns["torch"], P._AbsentModule) and isinstance(ns["LIB"], P.Absent)
+    assert sys.modules["torch"] is real
+
+
 def test_main_refuses_a_directory_that_is_not_a_checkout(tmp_path, capsys):
     assert P.main([str(tmp_path)]) == 2
     assert "not a checkout" in capsys.readouterr().err
