@@ -455,6 +455,17 @@ def _dim_arg(v, b, what: str) -> E.Ex:
     return b.norm(e)
 
 
+def _derived_valid(t, shape, offsets):
+    """The valid shape of a view given none, as the reference derives it: per dim the
+    source's valid size less the offset, clamped to [0, size]; None when that is the whole
+    view."""
+    if t.valid is None:
+        return None
+    valid = [E.maximum(0, E.minimum(s, E.sub(v, o)))
+             for v, o, s in zip(t.valid, offsets, shape)]
+    return None if all(v == s for v, s in zip(valid, shape)) else valid
+
+
 def view(t, shape, offsets, valid_shape=None):
     """A sub-tensor (no copy); valid_shape marks the part that holds data (tails)."""
     b = _b()
@@ -469,7 +480,9 @@ def view(t, shape, offsets, valid_shape=None):
             raise b.error(f"view [{E.to_str(o)}:{E.to_str(end)}] is out of bounds in dim {i} "
                           f"(size {d}); pass valid_shape= for a tail")
     attrs = {"offsets": offsets, "shape": shape}
-    valid = None
+    valid = _derived_valid(t, shape, offsets) if valid_shape is None else None
+    if valid is not None:
+        attrs["valid"] = valid
     if valid_shape is not None:
         valid = [_dim_arg(v, b, "valid_shape") for v in valid_shape]
         if len(valid) != t.ndim:
