@@ -104,10 +104,12 @@ def write_ir(doc: Document, path: str, text: bool = False, full: bool = False) -
 @contextmanager
 def deadline(what: str):
     """Stop an op file that runs too long at trace time (an endless loop): after
-    $PYPTO_TRACE_TIMEOUT seconds (default 60) raise a CompileError at the line it was on."""
+    $PYPTO_TRACE_TIMEOUT seconds (default 60) of the process's CPU time (ITIMER_PROF: the
+    same point of an endless loop on a busy machine as on an idle one; a wall-clock limit
+    fired in whatever ran first under load) raise a CompileError at the line it was on."""
     seconds = float(os.environ.get("PYPTO_TRACE_TIMEOUT", "60") or 0)
     if seconds <= 0 or threading.current_thread() is not threading.main_thread() \
-            or not hasattr(signal, "setitimer"):
+            or not hasattr(signal, "setitimer") or not hasattr(signal, "SIGPROF"):
         yield
         return
 
@@ -124,13 +126,13 @@ def deadline(what: str):
         raise CompileError(f"{what} did not finish within {seconds:g} s (an endless loop?); "
                            f"set PYPTO_TRACE_TIMEOUT to allow longer", loc)
 
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    old = signal.signal(signal.SIGPROF, on_alarm)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old)
 
 
 def load_op_file(path: str):
