@@ -14,10 +14,11 @@ PASSES = {
     "forward":        ("block", "block", "libpypto.passes.forward:forward"),
     "fuse":           ("tile", "block", "libpypto.passes.fuse:fuse"),
     "make-exec":      ("block", "exec", "libpypto.passes.make_exec:make_exec"),
+    "ooo-schedule":   ("block", "block", "libpypto.passes.ooo_schedule:ooo_schedule"),
     "tensor-to-tile": ("tensor", "tile", "libpypto.passes.tensor_to_tile:tensor_to_tile"),
 }
 
-DEFAULT_PIPELINE = "tensor-to-tile,assign-memory,fuse,forward,cse,dce,alloc,make-exec"
+DEFAULT_PIPELINE = "tensor-to-tile,assign-memory,fuse,forward,cse,dce,ooo-schedule,alloc,make-exec"
 
 
 def get_pass(name: str):
