@@ -271,12 +271,15 @@ class _Region:
         indeg = [len(p) for p in preds]
         ready = [u for u in range(len(units)) if indeg[u] == 0]
         prio = [max(self.prio[i] for i in m) for m in units]
+        # among units that can start at once a copy-in goes first: declared earlier, its
+        # tile is live beside the work running then and alloc gives it a buffer of its own
+        copy_in = [self.nodes[m[0]].op.name in GM_READS for m in units]
         finish, free = [0.0] * len(self.nodes), [0.0] * NPIPES
         live = _Pressure(self)
         order: list = []
         while ready:
             est = {u: self._start(units[u][0], finish, free) for u in ready}
-            fits = [u for u in sorted(ready, key=lambda u: (est[u], -prio[u], u))
+            fits = [u for u in sorted(ready, key=lambda u: (est[u], not copy_in[u], -prio[u], u))
                     if live.fits(units[u])]
             pick = fits[0] if fits else min(ready)
             ready.remove(pick)
