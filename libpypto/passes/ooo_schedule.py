@@ -21,6 +21,11 @@ region; a loop or a branch moves as one node among its siblings):
 - priority: the longest path in cycles from the instruction to the region's end (highest
   level first); at each step the ready instructions that can start earliest compete, the
   highest priority wins, ties go to the earlier in program order (deterministic);
+- what the host computes stays the same bits: the C backend fuses runs of neighbouring
+  vector instructions into loops, and its vector math (in a vectorised loop or a scalar
+  one) can differ in the last bit, so vector instructions (and loops, branches holding
+  them, and barriers) keep their order and their neighbours: two that were next to each
+  other still are, two that were apart still are (units);
 - buffer pressure: the bytes of the region's live tiles per memory space (a tile is live from
   the first scheduled instruction that uses it to the last), plus what a loop or branch node
   holds inside and what the region's outer tiles hold, stay within the core's buffer; an
@@ -189,8 +194,7 @@ class _Region:
         for j, ps in enumerate(self.preds):
             for i in ps:
                 self.succ[i].append(j)
-        self.anchor = [bool(n.barrier or n.op.regions or V_PIPE in n.pipes)
-                       for n in self.nodes]
+        self.anchor = [bool(n.barrier or V_PIPE in n.pipes) for n in self.nodes]
         # priorities: the longest path to the region's end, through the data dependences
         # and the anchors' fixed order (units)
         chain = [i for i, a in enumerate(self.anchor) if a]
@@ -304,8 +308,9 @@ class _Region:
 
         The C backend fuses runs of neighbouring vector instructions into loops, and its
         vector math (a vectorised loop or a scalar one) can differ in the last bit: to keep
-        host results bit-identical, vector instructions, loops, branches and barriers (the
-        anchors) keep their order, anchors next to each other move as one unit, and of
+        host results bit-identical, vector instructions, loops and branches holding vector
+        work, and barriers (the anchors) keep their order, anchors next to each other move
+        as one unit, and of
         the instructions between two anchors one (the lowest priority, the latest among
         equals) stays between them, so neighbouring anchors stay neighbours and separated
         ones stay separated. Returns the units (node indices, in order) and per unit the
