@@ -83,7 +83,11 @@ def schedule_block(body: list, target, costs) -> list:
     """body in its new order, or body itself when the new order does not fit or is not
     faster (see the module docstring)."""
     old = _snapshot(body)
-    ctx = _Context(target, costs)
+    # tiles that already have buffer offsets (alloc ran first) keep them: their accesses
+    # then conflict by overlapping bytes, which keeps every reuse of a buffer in order
+    addrs = {op.result: op.attrs["addr"] for top in body for op in top.walk()
+             if op.name == "tile" and isinstance(op.attrs.get("addr"), int)}
+    ctx = _Context(target, costs, addrs=addrs or None)
     new = ctx.schedule(body, outer=set())
     if new == body and all(op.regions == regions for op, regions in old[:-1]):
         return body
@@ -123,10 +127,11 @@ class _Context:
     """What scheduling needs across the regions of one block: the target, its costs, the
     tile offsets (estimates only) and the bytes every tile takes."""
 
-    def __init__(self, target, costs, offsets: dict | None = None):
+    def __init__(self, target, costs, offsets: dict | None = None, addrs: dict | None = None):
         self.target, self.costs, self.offsets = target, costs, offsets
         self.align = buffer_align(target)
-        self.spans = None if offsets is None else _Spans(offsets, self.size)
+        where = offsets if offsets is not None else addrs
+        self.spans = None if where is None else _Spans(where, self.size)
 
     def size(self, v) -> int:
         return -(-v.type.padded_nbytes(self.target.align) // self.align) * self.align
