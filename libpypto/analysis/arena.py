@@ -361,15 +361,19 @@ def layout(doc, exp) -> dict | None:
     if not ops:
         return None
     spans = {}
+    room = 0
     for op in ops:
         try:
             off = int(E.evaluate(op.attrs["arena"], exp.env))
-        except E.UnboundSymbol:
-            return None
+        except (E.UnboundSymbol, ArithmeticError, TypeError, ValueError):
+            return None           # an offset a file made up: no arena
         size = int(np.prod(exp.shapes[op], dtype=np.int64)) * op.result.type.dtype.itemsize
         if off < 0 or off % ALIGN:
             return None
         spans[op] = (off, off + size)
+        room += -(-size // ALIGN) * ALIGN
+    if max(end for _, end in spans.values()) > room:
+        return None               # larger than giving every tensor its own bytes
     r = analysis(doc)
     need: set = set()
     for i, p in enumerate(ops):

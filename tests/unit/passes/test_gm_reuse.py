@@ -118,3 +118,12 @@ def test_flash_attention_bits_with_and_without_the_arena():
         rec = pypto.run(low, bind={"S": 192}, backend="c", threads=2, seed=1)
         shas.append([o["sha256"] for o in rec.body[0].attrs["outputs"]])
     assert shas[0] == shas[1]
+
+
+@pytest.mark.parametrize("offset", [1 << 40, 32, -64])
+def test_offsets_a_file_made_up_give_no_arena(offset):
+    """Far past the tensors (the arena would be larger than private storage), unaligned,
+    negative: the run gives every tensor bytes of its own."""
+    doc = example("flash_attention")
+    gms(doc)["ws13"].attrs["arena"] = offset
+    assert A.layout(doc, expand(doc, {"S": 192})) is None
