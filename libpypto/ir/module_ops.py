@@ -99,6 +99,7 @@ DOC = {
     # listing and the generated code (frontend/kernel.py source_lines)
     "lines": opt(ListOf(Tuple(Text(), NAT, Text()))),
     "pro": opt(PRO),      # a Pro kernel's launch facts (prolang)
+    "arena_bytes": opt(EXPR),     # the GM arena of the tensors with `arena` (gm-reuse)
 }
 
 
@@ -109,7 +110,8 @@ def _m(name, attrs, operands=(), results=(), regions=0):
 DEFS = [
     _m("source", {}, regions=1),
     _m("gm", {"index": opt(NAT), "param": opt(Ident()), "role": opt(Str("input", "output")),
-              "local": opt(Ident()), "workspace": opt(Bool())}, results=("tensor",)),
+              "local": opt(Ident()), "workspace": opt(Bool()),
+              "arena": opt(EXPR)}, results=("tensor",)),    # byte offset (gm-reuse)
     _m("kernel", {"grid": attr(EXPRS), "name": attr(Ident()), "op": attr(Ident()),
                   "tile": attr(ListOf(Int(1))), "label": opt(Text())}, regions=1),
     _m("block", {"name": attr(Ident()), "grid": attr(EXPRS), "core": attr(CORE),

@@ -150,6 +150,9 @@ class _Verifier:
             a = op.attrs
             key = ("param", a["param"]) if "param" in a else ("local", a["local"]) \
                 if "local" in a else None
+            if "arena" in a and "param" in a:
+                self.err(f"gm for param {a['param']!r} has an arena offset: parameters are "
+                         f"the caller's arrays", op.loc)
             if key is None:
                 if not a.get("workspace"):
                     self.err("gm must be a param, a local tensor or a workspace", op.loc)

@@ -25,7 +25,7 @@ TINY_SECONDS = 20e-6
 class Plan:
     """Everything a launch needs for one binding, except the parameter arrays."""
 
-    def __init__(self, exp: Expansion):
+    def __init__(self, exp: Expansion, doc=None):
         self.exp = exp
         self._tiny = None
         n = exp.n
@@ -64,8 +64,7 @@ class Plan:
         self.succ_off = np.zeros(n + 1, np.int64)
         self.succ_off[1:] = np.cumsum([len(s) for s in succ]) if n else []
         self.succ = np.asarray([x for s in succ for x in s] or [0], np.int64)
-        self.workspaces = {op: np.zeros(exp.shapes[op], op.result.type.dtype.np)
-                           for op in exp.gms if "param" not in op.attrs}
+        self.workspaces = workspaces(exp, doc)
 
     @property
     def tiny(self) -> bool:
@@ -92,6 +91,30 @@ class Plan:
         """(task index, index within its launch) of instance i."""
         lc = self.exp.launches[int(self.exp.launch_of[i])]
         return lc.task, i - lc.first
+
+
+def workspaces(exp: Expansion, doc=None) -> dict:
+    """The arrays of the GM tensors that are not parameters (workspaces, local tensors),
+    zeroed: views into one arena at the offsets gm-reuse gave them when the document has
+    them and the arena's checks hold for these sizes (analysis/arena.py), else an array
+    each."""
+    from ..analysis.arena import ALIGN, layout
+    ops = [op for op in exp.gms if "param" not in op.attrs]
+    lay = layout(doc, exp) if doc is not None else None
+    out = {}
+    if lay:
+        dt = {op: op.result.type.dtype.np for op in lay}
+        size = max(lay[op] + int(np.prod(exp.shapes[op], dtype=np.int64)) *
+                   np.dtype(dt[op]).itemsize for op in lay)
+        raw = np.zeros(size + ALIGN, np.uint8)
+        base = (-raw.ctypes.data) % ALIGN          # the arena starts on a cache line
+        for op, off in lay.items():
+            n = int(np.prod(exp.shapes[op], dtype=np.int64)) * np.dtype(dt[op]).itemsize
+            out[op] = raw[base + off:base + off + n].view(dt[op]).reshape(exp.shapes[op])
+    for op in ops:
+        if op not in out:
+            out[op] = np.zeros(exp.shapes[op], op.result.type.dtype.np)
+    return out
 
 
 DIRECT_ARGS = 8            # rt.c PP_DIRECT: parameter pointers passed as arguments
@@ -213,7 +236,7 @@ class NativeExecutable:
         if p is None:
             if len(self.plans) >= MAX_PLANS:          # the oldest goes
                 self.plans.pop(next(iter(self.plans)))
-            p = self.plans[key] = Plan(expand(self.doc, env, data))
+            p = self.plans[key] = Plan(expand(self.doc, env, data), self.doc)
         return p
 
     def read_params(self) -> list:

@@ -77,6 +77,7 @@ def simulate(doc, target, env: dict, data: dict | None = None,
 # -- Tensor mode ------------------------------------------------------------------------------
 
 def _run_tasks(doc, costs, kinds, env, data, target):
+    from ..analysis.arena import storage_keys
     from ..analysis.expand import expand
     exp = expand(doc, dict(env), data)
     programs = exp.programs
@@ -84,7 +85,8 @@ def _run_tasks(doc, costs, kinds, env, data, target):
     fl = Flattener(programs, costs, pro=False)
     gm_of = {op.result: i for i, op in enumerate(exp.gms)}
     prog_of = [pindex[t.attrs["program"]] for t in exp.tasks]
-    tensors = [[gm_of[v] for v in t.operands] for t in exp.tasks]
+    keys = storage_keys(doc, exp)       # a tensor in the arena: its bytes, for the L2
+    tensors = [[keys[gm_of[v]] for v in t.operands] for t in exp.tasks]
     for ti, t in enumerate(exp.tasks):
         kind = programs[prog_of[ti]].attrs["core"]
         if not any(k in kinds for k in CORE_KINDS[kind]):

@@ -1,0 +1,129 @@
+"""gm-reuse: workspaces share arena bytes only where every task touching one is ordered with
+every task touching the other; the runtimes use the arena after checking it for the sizes of
+the run; naive reuse in program order would race."""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+import libpypto as pypto
+from libpypto.analysis import arena as A
+from libpypto.analysis import bind as B
+from libpypto.analysis.expand import expand
+from libpypto.driver import read_ir
+from libpypto.runtime.executable import Plan
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
+GOLDEN = ROOT / "tests/golden/lower/pass-gm-reuse.test"
+
+
+@functools.lru_cache(maxsize=None)
+def _bind(name: str) -> dict:
+    spec = importlib.util.spec_from_file_location(f"gmr_{name}", ROOT / "examples" / f"{name}.py")
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return dict(m.EXAMPLE["bind"])
+
+
+def example(name: str):
+    return pypto.lower(pypto.trace(str(ROOT / "examples" / f"{name}.py"), target="a2"),
+                       target="a2")
+
+
+def gms(doc) -> dict:
+    return {op.result.name: op for op in doc.body if op.name == "gm"}
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_no_example_races_in_its_arena(name):
+    doc = example(name)
+    exp = expand(doc, B.bind(doc, {}, _bind(name)))
+    lay = A.layout(doc, exp)
+    assert lay is None or A.races(exp, lay) == []
+
+
+@pytest.mark.parametrize("size", [64, 192, 200])
+def test_flash_attention_shares_and_does_not_race(size):
+    doc = example("flash_attention")
+    g = gms(doc)
+    assert g["ws13"].attrs["arena"] == g["ws4"].attrs["arena"]       # then- and else-arm
+    exp = expand(doc, {"S": size})
+    lay = A.layout(doc, exp)
+    assert lay is not None and A.races(exp, lay) == []
+    ws = Plan(exp, doc).workspaces                                   # one buffer, shared
+    assert np.shares_memory(ws[g["ws4"]], ws[g["ws13"]])
+    assert not np.shares_memory(ws[g["ws0"]], ws[g["ws13"]])
+
+
+def test_naive_reuse_in_program_order_would_race_and_is_refused():
+    """ws0 is dead (in program order) once the second task of a step has read it, but the
+    next step's first task writes ws0 again while this step's tail still runs: giving ws13
+    ws0's bytes races. The runtime refuses such a file (hand-edited offsets: no proof)."""
+    doc = example("flash_attention")
+    g = gms(doc)
+    g["ws13"].attrs["arena"] = g["ws0"].attrs["arena"]
+    exp = expand(doc, {"S": 192})
+    naive = {op: op.attrs["arena"] for op in g.values() if "arena" in op.attrs}
+    assert A.races(exp, naive)
+    assert A.layout(doc, exp) is None
+    ws = Plan(exp, doc).workspaces
+    assert not np.shares_memory(ws[g["ws0"]], ws[g["ws13"]])
+
+
+def test_parallel_branches_get_bytes_of_their_own():
+    doc = pypto.lower(read_ir(str(GOLDEN)), "gm-reuse")
+    g = gms(doc)
+    assert g["ws2"].attrs["arena"] == g["ws0"].attrs["arena"]        # the chain
+    assert g["ws4"].attrs["arena"] not in (g["ws0"].attrs["arena"], g["ws1"].attrs["arena"])
+    exp = expand(doc, {"N": 40})
+    assert A.races(exp, A.layout(doc, exp)) == []
+    naive = {op: op.attrs["arena"] for op in g.values() if "arena" in op.attrs}
+    naive[g["ws4"]] = naive[g["ws0"]]                                # program-order reuse
+    assert A.races(exp, naive)
+
+
+def test_a_proof_whose_boxes_fail_falls_back_to_private_storage():
+    """The chain's order rests on each task reading what the one before wrote: a file
+    whose second task reads nothing of ws0 leaves them unordered, and the obligation that
+    its box is not empty fails for every size, so the run gets no arena."""
+    doc = pypto.lower(read_ir(str(GOLDEN)), "gm-reuse")
+    g = gms(doc)
+    task = next(t for t in doc.walk() if t.name == "task" and g["ws0"].result in t.operands
+                and g["ws1"].result in t.operands)
+    task.attrs["reads"][0][2] = [64, 0]
+    exp = expand(doc, {"N": 40})
+    assert A.layout(doc, exp) is None
+    naive = {op: op.attrs["arena"] for op in g.values() if "arena" in op.attrs}
+    assert A.races(exp, naive)
+
+
+def test_arena_is_smaller_for_flash_attention():
+    doc = example("flash_attention")
+    own = sum(A.aligned(A.nbytes(op)) for op in gms(doc).values() if "param" not in op.attrs)
+    assert doc.attrs["arena_bytes"] == own - 16384
+
+
+@pytest.mark.slow
+@pytest.mark.needs_cc
+def test_flash_attention_bits_with_and_without_the_arena():
+    doc = pypto.trace(str(ROOT / "examples/flash_attention.py"), target="a2")
+    shas = []
+    for pipe in (None, pypto.passes.DEFAULT_PIPELINE.replace("gm-reuse", "gm-reuse{enable=false}")):
+        low = pypto.lower(doc, pipe, target="a2")
+        rec = pypto.run(low, bind={"S": 192}, backend="c", threads=2, seed=1)
+        shas.append([o["sha256"] for o in rec.body[0].attrs["outputs"]])
+    assert shas[0] == shas[1]
+
+
+@pytest.mark.parametrize("offset", [1 << 40, 32, -64])
+def test_offsets_a_file_made_up_give_no_arena(offset):
+    """Far past the tensors (the arena would be larger than private storage), unaligned,
+    negative: the run gives every tensor bytes of its own."""
+    doc = example("flash_attention")
+    gms(doc)["ws13"].attrs["arena"] = offset
+    assert A.layout(doc, expand(doc, {"S": 192})) is None
