@@ -11,13 +11,16 @@ PASSES = {
     "assign-memory":  ("tile", "tile", "libpypto.passes.assign_memory:assign_memory"),
     "cse":            ("block", "block", "libpypto.passes.cse:cse"),
     "dce":            ("block", "block", "libpypto.passes.dce:dce"),
+    "fold-scale":     ("tensor", "tensor", "libpypto.passes.fold_scale:fold_scale"),
     "forward":        ("block", "block", "libpypto.passes.forward:forward"),
     "fuse":           ("tile", "block", "libpypto.passes.fuse:fuse"),
     "make-exec":      ("block", "exec", "libpypto.passes.make_exec:make_exec"),
+    "mix-fuse":       ("block", "block", "libpypto.passes.mix_fuse:mix_fuse"),
     "tensor-to-tile": ("tensor", "tile", "libpypto.passes.tensor_to_tile:tensor_to_tile"),
 }
 
-DEFAULT_PIPELINE = "tensor-to-tile,assign-memory,fuse,forward,cse,dce,alloc,make-exec"
+DEFAULT_PIPELINE = ("fold-scale,tensor-to-tile,assign-memory,fuse,mix-fuse,forward,cse,dce,alloc,"
+                    "make-exec")
 
 
 def get_pass(name: str):

@@ -74,6 +74,8 @@ def _fuse_region(ops: list, target, enable: bool, counter: list, max_kernels: in
         f = _Fuser(list(segment), target, max_kernels)
         if enable:
             f.fuse()
+            if not target.mixed_programs:
+                f.sink()
         for g in f.ordered_groups():
             out.append(f.make_block(counter[0], g))
             counter[0] += 1
@@ -148,6 +150,53 @@ class _Fuser:
                 a, b = self.group[i], self.group[j]
                 if a != b and self.can_merge(a, b):
                     self.merge(a, b)
+
+    def sink(self) -> None:
+        """Move a vector kernel into the later vector group that reads all it writes (a
+        target with separate cube and vector cores). Kernels join the group they read from;
+        flash attention's `acc * alpha` so joins the softmax, whose group then reads the
+        running output acc that a group after the PV matmul writes: the step's softmax waits
+        for the previous step's output, and the product makes a GM round trip to the add.
+        Moved next to the add, it reads acc and alpha from GM instead. A kernel moves when
+        it writes only workspaces, every kernel that must follow it is in that one group,
+        what it writes outweighs what it reads from its own group, and the group still fits."""
+        readers: dict = {}
+        for j, preds in enumerate(self.data_preds):
+            for i in preds:
+                readers.setdefault(i, set()).add(j)
+        for k in reversed(range(len(self.kernels))):
+            a = self.group[k]
+            if len(self.members[a]) == 1 or self.core_kind([k]) != "vector" or \
+                    not self.succ[k] or not readers.get(k):
+                continue
+            outs = {gm for gm, mode, _, _ in self.acc[k] if mode == "w"}
+            if not outs or not all(v.owner is not None and v.owner.attrs.get("workspace")
+                                   for v in outs):
+                continue
+            targets = {self.group[s] for s in self.succ[k]}
+            b = min(targets)
+            if targets != {b} or b == a or self.core_kind(self.members[b]) != "vector" or \
+                    self.kernels[self.members[b][0]].attrs["grid"] != \
+                    self.kernels[k].attrs["grid"]:
+                continue
+            if self._moved_bytes(k, a) <= 0 or not self._fits(sorted(self.members[b] + [k])):
+                continue
+            self.members[a].remove(k)
+            self.members[b] = sorted(self.members[b] + [k])
+            self.group[k] = b
+
+    def _moved_bytes(self, k: int, a: int) -> int:
+        """Bytes kernel k stores, less those it loads from what its group a writes."""
+        mine = {gm for m in self.members[a] if m != k for gm, mode, _, _ in self.acc[m]
+                if mode == "w"}
+        out = 0
+        for top in self.kernels[k].regions[0]:
+            for op in top.walk():
+                if op.name == "tstore":
+                    out += op.operands[0].type.nbytes
+                elif op.name == "tload" and op.operands[1] in mine:
+                    out -= op.operands[0].type.nbytes
+        return out
 
     def merge(self, a: int, b: int) -> None:
         keep, drop = min(a, b), max(a, b)
