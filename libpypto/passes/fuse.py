@@ -14,6 +14,12 @@ reads data from, latest first. Two groups merge when all of these hold:
 - the fused block fits the core's buffers, measured on the body as forward and cse will
   leave it (a stored tile loaded again stays on chip, duplicate loads share one tile).
 
+On a target with separate cube and vector cores, a vector kernel then moves into the later
+vector group that reads what it writes when that keeps more bytes on chip than it loses
+(`sink`, _Fuser.sink: flash attention's `acc * alpha` goes next to the add after the PV
+matmul, so a step's softmax no longer reads the running output: mix-fuse's pipelining
+needs that).
+
 Groups become blocks in dependency order; region ops (loop, if) are fused inside, never
 across. The blocks' bodies are the members' bodies one after the other: forward, cse and dce
 then keep intermediates on chip and drop what nobody reads.
@@ -44,11 +50,14 @@ from .footprint import access_key, grid_key
 from .forward import forward_body
 
 
-def fuse(doc: Document, *, target, enable: bool = True, max_kernels: int = 64) -> Document:
+def fuse(doc: Document, *, target, enable: bool = True, max_kernels: int = 64,
+         sink: bool = True) -> Document:
     """Fuse same-grid kernels into blocks that fit a core's buffers.
 
     enable: merge kernels at all (enable=false gives one block per kernel).
     max-kernels: most kernels in one block (bounds the work per merge: linear compile time).
+    sink: on a target with separate cube and vector cores, move a vector kernel into the
+      later group that reads what it writes (_Fuser.sink).
     """
     for op in doc.walk():
         if op.name == "tile" and op.result.type.space == "any":
@@ -58,12 +67,13 @@ def fuse(doc: Document, *, target, enable: bool = True, max_kernels: int = 64) -
     rest = [op for op in doc.body if op.name in ("source", "gm")]
     counter = [0]
     body = _fuse_region([op for op in doc.body if op.name not in ("source", "gm")],
-                        target, enable, counter, max_kernels)
+                        target, enable, counter, max_kernels, sink)
     doc.body = rest + body
     return doc
 
 
-def _fuse_region(ops: list, target, enable: bool, counter: list, max_kernels: int) -> list:
+def _fuse_region(ops: list, target, enable: bool, counter: list, max_kernels: int,
+                 sink: bool = True) -> list:
     """Fuse runs of kernels between region ops; regions are fused inside, never across."""
     out: list = []
     segment: list = []
@@ -74,7 +84,7 @@ def _fuse_region(ops: list, target, enable: bool, counter: list, max_kernels: in
         f = _Fuser(list(segment), target, max_kernels)
         if enable:
             f.fuse()
-            if not target.mixed_programs:
+            if sink and not target.mixed_programs:
                 f.sink()
         for g in f.ordered_groups():
             out.append(f.make_block(counter[0], g))
@@ -86,7 +96,8 @@ def _fuse_region(ops: list, target, enable: bool, counter: list, max_kernels: in
             segment.append(op)
             continue
         flush()
-        op.regions = [_fuse_region(r, target, enable, counter, max_kernels) for r in op.regions]
+        op.regions = [_fuse_region(r, target, enable, counter, max_kernels, sink)
+                      for r in op.regions]
         out.append(op)
     flush()
     return out

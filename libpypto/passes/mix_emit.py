@@ -19,8 +19,9 @@ leading dim.
 from __future__ import annotations
 
 from ..ir import expr as E
-from ..ir.core import Op, clone_ops
+from ..ir.core import Op, Value, clone_ops
 from ..ir.types import TensorType
+from .mix_promote import promote
 
 MODE = "INTRA_BLOCK"
 
@@ -32,12 +33,13 @@ class Emitter:
         m = len(plan.phases)
         self.back = {(b, a): m - 1 + i for i, (b, a, _) in enumerate(plan.back)}
         self.vmaps: dict = {}       # per core: hoisted values -> that core's copies
+        self.promo: dict = {}       # per vector core: promoted tensor -> its UB tile
 
     def block(self, name: str) -> Op:
         p = self.p
         for v, n in p.slots.items():
             v.type = TensorType(v.type.dtype, (n,) + tuple(v.type.shape))
-        pre = self.hoisted()
+        pre = self.hoisted() + self.kept(True)
         t = E.sym(p.var)
         inner, k, m = [], 0, len(p.phases)
         while k < m:
@@ -55,7 +57,8 @@ class Emitter:
         loop = Op("for", [], [], {"var": p.var, "start": p.start,
                                   "stop": E.add(p.stop, p.preload), "step": 1},
                   [inner], self.loc)
-        body = pre + self.credits(True) + [loop] + self.credits(False)
+        body = _merged(pre + self.credits(True)) + [loop] + \
+            _merged(self.credits(False) + self.kept(False))
         return Op("block", [], [], self.attrs(name), [body], self.loc)
 
     def attrs(self, name: str) -> dict:
@@ -85,6 +88,29 @@ class Emitter:
                     out += [_section(core, sub, self.loc)] + items
         return out
 
+    def kept(self, before: bool) -> list:
+        """The running state kept in each vector core's UB (mix_promote.py): its tile and
+        its load before the loop; after it the store, where something else reads it."""
+        p, out = self.p, []
+        if not p.kept:
+            return out
+        for sub in self.subs("vector"):
+            if sub >= p.k:
+                continue
+            tiles = self.promo.setdefault(sub, {})
+            ops = []
+            for t, like in sorted(p.kept.items(), key=lambda kv: kv[0].name or ""):
+                if before:
+                    decl = Op("tile", [], [Value(like.operands[0].type)], {}, [], self.loc)
+                    tiles[t] = decl.result
+                    ops += [decl, Op("tload", [decl.result, t], [], _box(like), [], like.loc)]
+                elif t in p.store_back:
+                    ops.append(Op("tstore", [tiles[t], t], [], {**_box(like), "pipe": "MTE3"},
+                                  [], like.loc))
+            if ops:
+                out += [_section("vector", sub, self.loc)] + self.subst(ops, sub, None)
+        return out
+
     def credits(self, before: bool) -> list:
         """Before the loop each back edge's setter posts its credits; after it the waiter
         takes what is left, so every set is waited."""
@@ -103,9 +129,10 @@ class Emitter:
 
     def events(self, k: int) -> tuple:
         """(ids phase k waits for first, ids it sets last)."""
-        m = len(self.p.phases)
-        waits = ([k - 1] if k else []) + [e for (b, a), e in self.back.items() if a == k]
-        sets = ([k] if k < m - 1 else []) + [e for (b, a), e in self.back.items() if b == k]
+        ready = self.p.ready
+        waits = ([k - 1] if k - 1 in ready else []) + \
+            [e for (b, a), e in self.back.items() if a == k]
+        sets = ([k] if k in ready else []) + [e for (b, a), e in self.back.items() if b == k]
         return waits, sets
 
     # -- phases -----------------------------------------------------------------------------
@@ -130,13 +157,24 @@ class Emitter:
         """ops for one core: cloned, the loop variable the step, a vector core's rows its
         instance's, the rings' slot added, a vector instance past the grid skipped."""
         p = self.p
-        env = {p.var: step}
-        if sub is not None:
-            if sub >= p.k:
-                return []
-            if p.k == 2:
-                env["g0"] = E.add(E.mul(E.sym("g0"), 2), sub)
+        if sub is not None and sub >= p.k:
+            return []
         out = clone_ops(ops, vmap if vmap is not None else dict(self.vmaps.get(sub, {})))
+        out = self.subst(out, sub, step)
+        if sub is not None and sub in self.promo:
+            promote(out, self.promo[sub])
+        if sub and p.k == 2 and out and not self.always(sub):
+            inst = E.add(E.mul(E.sym("g0"), 2), sub)
+            out = [Op("if", [], [], {"cond": E.lt(inst, p.vgrid[0])}, [out, []], self.loc)]
+        return out
+
+    def subst(self, out: list, sub, step) -> list:
+        """out (edited) with the loop variable the step (None: left), a vector core's rows
+        its instance's, and the rings' slots added."""
+        p = self.p
+        env = {p.var: step} if step is not None else {}
+        if sub is not None and p.k == 2:
+            env["g0"] = E.add(E.mul(E.sym("g0"), 2), sub)
         for top in out:
             for op in top.walk():
                 op.attrs = E.substitute_attrs(op.attrs, env)
@@ -144,15 +182,38 @@ class Emitter:
                     slot = E.mod(E.sub(step, p.start), p.slots[op.operands[1]])
                     op.attrs["offsets"] = [slot] + list(op.attrs["offsets"])
                     op.attrs["valid"] = [1] + list(op.attrs["valid"])
-        if sub and p.k == 2 and out and not self.always(sub):
-            inst = E.add(E.mul(E.sym("g0"), 2), sub)
-            out = [Op("if", [], [], {"cond": E.lt(inst, p.vgrid[0])}, [out, []], self.loc)]
         return out
 
     def always(self, sub: int) -> bool:
         """Does vector instance 2 g0 + sub exist for every cube instance g0?"""
         gc, gv = self.p.grid[0], self.p.vgrid[0]
         return isinstance(gc, int) and isinstance(gv, int) and 2 * (gc - 1) + sub < gv
+
+
+def _box(like) -> dict:
+    return {"offsets": list(like.attrs["offsets"]), "valid": list(like.attrs["valid"]),
+            "pipe": "MTE2"}
+
+
+def _merged(ops: list) -> list:
+    """ops (straight-line, before the loop: each core's loads and credits, which touch
+    nothing another core's do) grouped by core, one section marker each."""
+    chunks: list = []
+    for op in ops:
+        if op.name == "section" or not chunks:
+            chunks.append([])
+        chunks[-1].append(op)
+    rank = {("cube", None): 0, ("vector", 0): 1, ("vector", 1): 2}
+    chunks.sort(key=lambda c: rank[(c[0].attrs["core"], c[0].attrs.get("sub"))])
+    out, last = [], None
+    for op in (x for c in chunks for x in c):
+        if op.name == "section":
+            who = (op.attrs["core"], op.attrs.get("sub"))
+            if who == last:
+                continue
+            last = who
+        out.append(op)
+    return out
 
 
 def _section(core: str, sub, loc) -> Op:

@@ -48,13 +48,16 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from ..ir import expr as E
-from ..ir.core import Document, copy_doc
+from ..ir.core import Document, clone_ops, copy_doc
 from ..ir.defs import dests, sources
+from ..ir.types import TensorType
+from .alloc import plan as alloc_plan
 from .cse import share_loads
 from .footprint import canonical, grid_key
 from .forward import forward_body
 from .mix_emit import Emitter
 from .mix_phases import NotMixable, accesses, phases, touched
+from .mix_promote import promotable, redirect
 
 MAX_EVENTS = 16          # cross-core event ids 0-15 (hardware-model.md)
 
@@ -77,9 +80,10 @@ def mix_fuse(doc: Document, *, target, enable: bool = True, preload: int = 2) ->
     outer = _outside_uses(doc.body)
     counter = [0]
     rest = [op for op in doc.body if op.name in ("source", "gm")]
+    made: list = []
     body = _region([op for op in doc.body if op.name not in ("source", "gm")], gms, outer,
-                   preload, counter)
-    doc.body = rest + body
+                   preload, counter, target, made)
+    doc.body = rest + made + body
     return doc
 
 
@@ -103,33 +107,45 @@ def _gm_of(blk) -> set:
                                                                      "tgather", "tscatter")}
 
 
-def _region(ops: list, gms, outer, preload, counter) -> list:
+def _region(ops: list, gms, outer, preload, counter, target, new_gms: list) -> list:
     out = []
     for op in ops:
         if op.name == "loop":
-            got = _try(op, gms, outer, preload, counter)
+            got = _try(op, gms, outer, preload, counter, target, new_gms)
             if got is not None:
                 out.append(got)
                 continue
-        op.regions = [_region(r, gms, outer, preload, counter) for r in op.regions]
+        op.regions = [_region(r, gms, outer, preload, counter, target, new_gms)
+                      for r in op.regions]
         out.append(op)
     return out
 
 
-def _try(loop, gms, outer, preload, counter):
-    try:
-        plan = _Plan(loop, gms, outer.get(id(loop), set()), preload)
-    except NotMixable:
-        return None
-    blk = Emitter(plan).block(f"mix{counter[0]}")
-    counter[0] += 1
-    return blk
+def _try(loop, gms, outer, preload, counter, target, new_gms: list):
+    """The mixed block for a loop, or None. Without room in the cores' buffers for the
+    running state kept in UB, then for the loop-invariant tiles, they stay as they were; a
+    block that still does not fit is not made."""
+    for keep, hoist in ((True, True), (False, True), (False, False)):
+        try:
+            plan = _Plan(loop, gms, outer.get(id(loop), set()), preload, hoist, keep)
+        except NotMixable:
+            return None
+        blk = Emitter(plan).block(f"mix{counter[0]}")
+        _, peak = alloc_plan(blk.regions[0], target)
+        if all(used <= target.buffer(s) for s, used in peak.items()):
+            counter[0] += 1
+            new_gms += plan.new_gms
+            return blk
+        for v in plan.slots:            # the rings' leading dim goes again
+            v.type = TensorType(v.type.dtype, tuple(v.type.shape[1:]))
+    return None
 
 
 class _Plan:
     """What mix-fuse decided for one loop: its phases, grids, rings and events."""
 
-    def __init__(self, loop, gms: dict, outside: set, preload: int):
+    def __init__(self, loop, gms: dict, outside: set, preload: int, hoist: bool = True,
+                 keep: bool = True):
         a = loop.attrs
         if a["step"] != 1:
             raise NotMixable("a loop with a step other than 1")
@@ -137,17 +153,20 @@ class _Plan:
         blocks = [op for op in loop.walk() if op.name == "block"]
         if {b.attrs["core"] for b in blocks} != {"cube", "vector"}:
             raise NotMixable("not both cube and vector blocks")
-        bodies = {b: share_loads(forward_body(b.regions[0], b.attrs["grid"]),
+        bodies = {b: share_loads(forward_body(clone_ops(b.regions[0], {}), b.attrs["grid"]),
                                  b.attrs["grid"]) for b in blocks}
         self.phases = phases(loop.regions[0], bodies)
         if len(self.phases) + 1 > MAX_EVENTS:
             raise NotMixable("more phases than cross-core event ids")
+        self.new_gms = redirect(self, gms) if keep else []
+        gms = {**gms, **{op.result: op for op in self.new_gms}}
         self.written = set().union(*(touched(p.items)[1] for p in self.phases))
         self._grids(blocks)
         self._bands()
-        self.hoisted = [self._hoist(p) for p in self.phases]
-        self._gms, self._outside = gms, outside
+        self.hoisted = [self._hoist(p) if hoist else [] for p in self.phases]
         self._pipeline(gms, outside, preload)
+        self.kept = promotable(self, gms) if keep else {}
+        self.store_back = {t for t in self.kept if t in outside or gms[t].attrs.get("param")}
 
     def _hoist(self, ph) -> list:
         """Take the phase's loop-invariant top-level instructions out of it: loads of what the
@@ -251,6 +270,7 @@ class _Plan:
                 self.slots[v] = n
         self.rings = {v: a for v, a in self.rings.items() if v in self.slots}
         self.back = self._back_edges(use)
+        self.ready = list(range(m - 1))
         if m - 1 + len(self.back) > MAX_EVENTS:
             raise NotMixable("more cross-core events than event ids")
 
