@@ -16,33 +16,47 @@ itself, the reference's mixed subgraph:
   nothing), their data in GM workspaces as before (forward and cse have kept what each
   block's own instructions share on chip).
 - Cross-core events (cross_set / cross_wait, INTRA_BLOCK: the instructions Pro mode
-  writes, ir/pro_ops.py) order the phases: phase k sets an event phase k + 1 waits for;
-  a cube set releases both vector cores, a cube wait needs both. Event ids: k for the end of
-  phase k, then FREE and LOOP below.
-- Pipelining: the first phase (the cube's Q K^T) runs `preload` steps ahead of the rest:
-  step t runs phase 0 of step t and phases 1.. of step t - preload (guards at the ends).
-  The workspaces phase 0 writes for later phases get `preload + 1` slots (a ring: a leading
-  dim indexed by the step modulo the slots), and the last later phase that touches what
-  phase 0 touches sets FREE, which phase 0 waits for `preload + 1` steps later (the
-  setter posts that many credits before the loop; the waiter takes what is left after it).
-  When the last phase and the first of the later ones are on different cores, LOOP orders
-  step t's end before step t + 1's later phases (one credit).
+  writes, ir/pro_ops.py) order the phases: phase k sets event k, which phase k + 1 waits
+  for; a cube set releases both vector cores, a cube wait needs a set from each.
+- Pipelining (software pipelining over the steps): phase k of step j runs in loop
+  iteration t = j + d_k. The first phase (flash attention's Q K^T on the cube) gets d = 0,
+  the next preload, every later hand-over one step more (the cube runs ahead, the P V
+  matmul a step behind the softmax, the rescale a step behind it, so no core waits for
+  the other within an iteration), except that phases a < b one of which writes what the
+  other touches (the later one in a later step: a loop-carried dependence against the
+  body order) share a delay: a step's softmax reading the running max the previous
+  step's softmax wrote is fine, one reading what the previous step's rescale wrote is
+  not (fuse's sinking keeps flash attention's `acc * alpha` out of the softmax for this).
+  Accesses guarded by is_loop_begin (first step only) on the later side, or by
+  is_loop_end (last step only) on the earlier side, do not count: no such step exists.
+- Rings: a workspace only one phase writes and only later phases read (nothing outside
+  the loop touching it) gets as many slots as the delays between its writer and its
+  readers need (a leading dim indexed by the step modulo the slots).
+- Back edges: where a later phase b must precede an earlier phase a of a later step on
+  the other core (it reads a ring slot a overwrites n steps on, or a conflict tied their
+  delays: n = 1), b sets an event a waits for, with n credits the setter posts before the
+  loop (and the waiter takes after it, so every set is waited). Event ids: the hand-overs
+  0 .. m - 2 (m phases), then the back edges; at most 16.
+- Loop-invariant loads (and what only they feed, their tiles written by nothing else:
+  flash attention's Q and its extract into L0A) move before the loop, on their core.
+- The running state (mix_promote.py): tensors only the vector phases touch, at one box,
+  live in a UB tile of each vector core for the whole loop.
 - The program order is one valid order of the whole cluster's work: run as it stands on one
-  core (the host) it computes what the loop computed.
+  core (the host) it computes what the loop computed. When the block does not fit the
+  cores' buffers, the running state stays in GM, then the invariant loads in the loop; a
+  block that still does not fit is not made.
 
-When it applies: every block of the loop (through `if` regions, no inner loop) is a cube or
-vector block over a grid [n, 1, ...] of row bands: the cube blocks' instances own rows
-[r g, r g + r) and the vector blocks' [r/2 v, ...) or [r v, ...) (one or two vector
-instances per cube instance), every tensor written in the loop is accessed only in its
-instance's band (so instance g's steps need no other instance's: the loop may run inside
-each instance), by loads and stores only. Pipelining needs more: nothing phase 0 touches
-may be touched by a later phase except workspaces only phase 0 writes and only later phases
-read; otherwise the program keeps the steps in order (preload 0) with the same events.
-Loops that do not fit are left alone.
+When it applies: every block of the loop (through `if` regions, no inner loop, step 1) is a
+cube or vector block over a grid [n, 1, ...] of row bands: the cube blocks' instances own
+rows [r g, r g + r) and the vector blocks' [r v, r v + r) or [r v / 2, ...) (one or two
+vector instances per cube instance), every tensor written in the loop is accessed only in
+its instance's band (so instance g's steps need no other instance's: the loop may run
+inside each instance), by loads and stores only. Loops that do not fit are left alone.
 
 Until insert-sync gives the parts their intra-core flags, the simulator orders a Tensor-mode
-program's instructions within a core by their buffers (sim/flatten.py) and treats a cross-core
-event as covering all of its core's earlier work.
+program's instructions within a core by their buffers (sim/flatten.py): a cross-core set
+there posts once its core's GM work issued before it is done, and a wait holds back its
+core's next GM work.
 """
 from __future__ import annotations
 

@@ -220,9 +220,12 @@ class _Template:
             self.rate, self.store = fl.costs.path[gm_path(n, t)], n == "tstore"
             self.arg = op.operands[1].owner.attrs["index"]
             v = op.attrs.get("valid")
-            # a tile of lower rank than its tensor (a ring slot's leading dim, mix-fuse):
-            # its valid extents are the last ones
-            self.valid = [_fn(x) for x in v][len(v) - t.rank:] if v is not None else None
+            if v is not None and len(v) > t.rank and not fl.pro:
+                # a Tensor-mode tile of lower rank than its tensor (a batched matmul's L1
+                # tiles, a mix-fuse ring slot): its dims are the tensor's last ones, as the
+                # C copies them (the leading ones are 1 or empty)
+                v = v[len(v) - t.rank:]
+            self.valid = [_fn(x) for x in v] if v is not None else None
             self.offs = [_fn(x) for x in op.attrs["offsets"]] if n != "tgather" else None
         elif n == "tmatmul" and "k_valid" in op.attrs:
             self.kind, self.k = "matmul", _fn(op.attrs["k_valid"])
