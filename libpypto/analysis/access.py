@@ -52,6 +52,10 @@ class _Checker:
                          tile=op.operands[0].type.shape)
             elif op.name in ("tgather", "tscatter"):
                 self.regions(op, env, live)
+            elif op.name == "if":           # a mixed program's guards (mix-fuse)
+                taken = self.ev(op.attrs["cond"], env) != 0
+                self.ops(op.regions[0], env, live & taken)
+                self.ops(op.regions[1], env, live & ~taken)
             else:
                 for r in op.regions:
                     self.ops(r, env, live)

@@ -19,7 +19,7 @@ workspace. The renderer walks that plan in order and prints each unit:
 - Single: one instruction, by its method `i_<instruction>` (copies, elementwise math as
   i_elementwise, reductions and matmul here; the rest in c_more.MoreInstrs), or inside a row
   run `row_<instruction>` where there is one (c_rows.RowRuns); i_for prints a C for around
-  the units of its body (ProgramPlan.bodies);
+  the units of its body (ProgramPlan.bodies), branch() a C if around those of each arm;
 - Fused: one loop nest over the run's shape, fused();
 - RowRun and RowPass: c_rows.RowRuns.row_run and row_pass.
 
@@ -171,6 +171,8 @@ class _Program(MoreInstrs, RowRuns):
     def op(self, op) -> None:
         if op.name == "tile":
             return
+        if op.name == "if":
+            return self.branch(op)
         d = OPS.get(op.name)
         if d is None or "c" not in d.impl:
             raise PyptoError(f"C backend: no rule for instruction {op.name!r}", op.loc)
@@ -195,6 +197,20 @@ class _Program(MoreInstrs, RowRuns):
         self.depth -= 1
         self.emit("}")
         del self.syms[a["var"]]
+
+    def branch(self, op) -> None:
+        """A runtime branch (a mixed program's is_loop_begin / is_loop_end arms)."""
+        then, other = self.plan.bodies[op]
+        self.emit(f"if ({self.ex(op.attrs['cond'])}) {{")
+        self.depth += 1
+        self.units(then)
+        self.depth -= 1
+        if other:
+            self.emit("} else {")
+            self.depth += 1
+            self.units(other)
+            self.depth -= 1
+        self.emit("}")
 
     # data movement
     def gm_strides(self, t: TensorType) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..errors import PyptoError
 from ..ir import expr as E
 from ..ir import ops as O
+from ..ir.mix_ops import clustered
 from . import c_text as c
 
 
@@ -327,11 +328,13 @@ class MoreInstrs:
 
     def i_sync(self, op) -> None:
         """Synchronisation (libpypto/ir/pro_ops.py): a program run in order on one thread
-        already honours it, so it prints as a comment; cross-core events need the Pro runner."""
+        already honours it, so it prints as a comment; cross-core events need the Pro runner,
+        except in a mixed program for a cluster (ir/mix_ops.py), whose program order is a
+        valid order of all its cores' parts."""
         if op.name == "simt_launch":
             raise PyptoError("C backend: a SIMT launch runs only in Pro mode (the Pro runner "
                              "or the Pro C)", op.loc)
-        if op.name in ("cross_set", "cross_wait"):
+        if op.name in ("cross_set", "cross_wait") and not clustered(self.prog):
             raise PyptoError(f"C backend: {op.name} (a cross-core event) runs only on the Pro "
                              f"runner", op.loc)
         self.emit(f"/* {op.name}: ordered by program order */")

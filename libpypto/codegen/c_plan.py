@@ -117,7 +117,8 @@ class ProgramPlan:
     row_runs: list = field(default_factory=list)   # every RowRun, program order per region
     row_local: set = field(default_factory=set)    # tiles declared per row inside a row run
     units: list = field(default_factory=list)      # the body's units
-    bodies: dict = field(default_factory=dict)     # `for` op -> the units of its body
+    bodies: dict = field(default_factory=dict)     # `for` op -> the units of its body; `if`:
+    #                                                 the units of each arm
     workspace_bytes: int = 0                       # tmatmul's packed/widened operands
 
     def declared(self, v) -> bool:
@@ -408,6 +409,8 @@ class _Planner:
                 for op in instrs:
                     if op.name == "for":
                         self.plan.bodies[op] = self.units(op.regions[0], row)
+                    elif op.name == "if":       # a branch of a mixed program (mix-fuse)
+                        self.plan.bodies[op] = [self.units(r, row) for r in op.regions]
                     out.append(Single(op))
             i += len(run)
         return out

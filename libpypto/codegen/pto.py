@@ -45,6 +45,8 @@ _SYNC = {
     "cross_wait": lambda a: f"#{_ev(a)}, {a['mode']}",
     "mm_layout": lambda a: "on" if a["enabled"] else "off",
     "sync_all": lambda a: f"{a['core_type']}, {a['mode']}",
+    # a mixed program's part marker (ir/mix_ops.py): the core the instructions after it use
+    "section": lambda a: a["core"] + (f" {a['sub']}" if "sub" in a else ""),
 }
 
 

@@ -1,14 +1,14 @@
 """Every op's definition, by name (OPS), and checking an op against its definition."""
 from __future__ import annotations
 
-from . import (debug_ops, module_ops, pro_ops, reg_ops, simt_ops, tensor_ops, tile_ops,
-               tile_ops_more)
+from . import (debug_ops, mix_ops, module_ops, pro_ops, reg_ops, simt_ops, tensor_ops,
+               tile_ops, tile_ops_more)
 from .opdef import IDENT, INT_LIMIT, OpDef, check_fields, is_int, short, type_problem
 from .types import RegType, ScalarType, TensorType, TileType
 
 OPS: dict[str, OpDef] = {}
 for _d in (tensor_ops.DEFS + tile_ops.DEFS + tile_ops_more.DEFS + pro_ops.DEFS + simt_ops.DEFS +
-           reg_ops.DEFS + module_ops.DEFS + debug_ops.DEFS):
+           reg_ops.DEFS + module_ops.DEFS + debug_ops.DEFS + mix_ops.DEFS):
     assert _d.name not in OPS, f"op {_d.name} defined twice"
     OPS[_d.name] = _d
 

@@ -11,16 +11,19 @@ PASSES = {
     "assign-memory":  ("tile", "tile", "libpypto.passes.assign_memory:assign_memory"),
     "cse":            ("block", "block", "libpypto.passes.cse:cse"),
     "dce":            ("block", "block", "libpypto.passes.dce:dce"),
+    "fold-scale":     ("tensor", "tensor", "libpypto.passes.fold_scale:fold_scale"),
     "forward":        ("block", "block", "libpypto.passes.forward:forward"),
     "fuse":           ("tile", "block", "libpypto.passes.fuse:fuse"),
     "gm-reuse":       ("exec", "exec", "libpypto.passes.gm_reuse:gm_reuse"),
     "l1-reuse":       ("block", "block", "libpypto.passes.l1_reuse:l1_reuse"),
     "make-exec":      ("block", "exec", "libpypto.passes.make_exec:make_exec"),
+    "mix-fuse":       ("block", "block", "libpypto.passes.mix_fuse:mix_fuse"),
     "ooo-schedule":   ("block", "block", "libpypto.passes.ooo_schedule:ooo_schedule"),
     "tensor-to-tile": ("tensor", "tile", "libpypto.passes.tensor_to_tile:tensor_to_tile"),
 }
 
-DEFAULT_PIPELINE = "tensor-to-tile,assign-memory,fuse,l1-reuse,forward,cse,dce,ooo-schedule,alloc,make-exec,gm-reuse"
+DEFAULT_PIPELINE = ("fold-scale,tensor-to-tile,assign-memory,fuse,mix-fuse,l1-reuse,forward,cse,"
+                    "dce,ooo-schedule,alloc,make-exec,gm-reuse")
 
 
 def get_pass(name: str):

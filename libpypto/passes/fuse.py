@@ -14,6 +14,12 @@ reads data from, latest first. Two groups merge when all of these hold:
 - the fused block fits the core's buffers, measured on the body as forward and cse will
   leave it (a stored tile loaded again stays on chip, duplicate loads share one tile).
 
+On a target with separate cube and vector cores, a vector kernel then moves into the later
+vector group that reads what it writes when that keeps more bytes on chip than it loses
+(`sink`, _Fuser.sink: flash attention's `acc * alpha` goes next to the add after the PV
+matmul, so a step's softmax no longer reads the running output: mix-fuse's pipelining
+needs that).
+
 Groups become blocks in dependency order; region ops (loop, if) are fused inside, never
 across. The blocks' bodies are the members' bodies one after the other: forward, cse and dce
 then keep intermediates on chip and drop what nobody reads.
@@ -44,11 +50,14 @@ from .footprint import access_key, grid_key
 from .forward import forward_body
 
 
-def fuse(doc: Document, *, target, enable: bool = True, max_kernels: int = 64) -> Document:
+def fuse(doc: Document, *, target, enable: bool = True, max_kernels: int = 64,
+         sink: bool = True) -> Document:
     """Fuse same-grid kernels into blocks that fit a core's buffers.
 
     enable: merge kernels at all (enable=false gives one block per kernel).
     max-kernels: most kernels in one block (bounds the work per merge: linear compile time).
+    sink: on a target with separate cube and vector cores, move a vector kernel into the
+      later group that reads what it writes (_Fuser.sink).
     """
     for op in doc.walk():
         if op.name == "tile" and op.result.type.space == "any":
@@ -58,12 +67,13 @@ def fuse(doc: Document, *, target, enable: bool = True, max_kernels: int = 64) -
     rest = [op for op in doc.body if op.name in ("source", "gm")]
     counter = [0]
     body = _fuse_region([op for op in doc.body if op.name not in ("source", "gm")],
-                        target, enable, counter, max_kernels)
+                        target, enable, counter, max_kernels, sink)
     doc.body = rest + body
     return doc
 
 
-def _fuse_region(ops: list, target, enable: bool, counter: list, max_kernels: int) -> list:
+def _fuse_region(ops: list, target, enable: bool, counter: list, max_kernels: int,
+                 sink: bool = True) -> list:
     """Fuse runs of kernels between region ops; regions are fused inside, never across."""
     out: list = []
     segment: list = []
@@ -74,6 +84,8 @@ def _fuse_region(ops: list, target, enable: bool, counter: list, max_kernels: in
         f = _Fuser(list(segment), target, max_kernels)
         if enable:
             f.fuse()
+            if sink and not target.mixed_programs:
+                f.sink()
         for g in f.ordered_groups():
             out.append(f.make_block(counter[0], g))
             counter[0] += 1
@@ -84,7 +96,8 @@ def _fuse_region(ops: list, target, enable: bool, counter: list, max_kernels: in
             segment.append(op)
             continue
         flush()
-        op.regions = [_fuse_region(r, target, enable, counter, max_kernels) for r in op.regions]
+        op.regions = [_fuse_region(r, target, enable, counter, max_kernels, sink)
+                      for r in op.regions]
         out.append(op)
     flush()
     return out
@@ -148,6 +161,53 @@ class _Fuser:
                 a, b = self.group[i], self.group[j]
                 if a != b and self.can_merge(a, b):
                     self.merge(a, b)
+
+    def sink(self) -> None:
+        """Move a vector kernel into the later vector group that reads all it writes (a
+        target with separate cube and vector cores). Kernels join the group they read from;
+        flash attention's `acc * alpha` so joins the softmax, whose group then reads the
+        running output acc that a group after the PV matmul writes: the step's softmax waits
+        for the previous step's output, and the product makes a GM round trip to the add.
+        Moved next to the add, it reads acc and alpha from GM instead. A kernel moves when
+        it writes only workspaces, every kernel that must follow it is in that one group,
+        what it writes outweighs what it reads from its own group, and the group still fits."""
+        readers: dict = {}
+        for j, preds in enumerate(self.data_preds):
+            for i in preds:
+                readers.setdefault(i, set()).add(j)
+        for k in reversed(range(len(self.kernels))):
+            a = self.group[k]
+            if len(self.members[a]) == 1 or self.core_kind([k]) != "vector" or \
+                    not self.succ[k] or not readers.get(k):
+                continue
+            outs = {gm for gm, mode, _, _ in self.acc[k] if mode == "w"}
+            if not outs or not all(v.owner is not None and v.owner.attrs.get("workspace")
+                                   for v in outs):
+                continue
+            targets = {self.group[s] for s in self.succ[k]}
+            b = min(targets)
+            if targets != {b} or b == a or self.core_kind(self.members[b]) != "vector" or \
+                    self.kernels[self.members[b][0]].attrs["grid"] != \
+                    self.kernels[k].attrs["grid"]:
+                continue
+            if self._moved_bytes(k, a) <= 0 or not self._fits(sorted(self.members[b] + [k])):
+                continue
+            self.members[a].remove(k)
+            self.members[b] = sorted(self.members[b] + [k])
+            self.group[k] = b
+
+    def _moved_bytes(self, k: int, a: int) -> int:
+        """Bytes kernel k stores, less those it loads from what its group a writes."""
+        mine = {gm for m in self.members[a] if m != k for gm, mode, _, _ in self.acc[m]
+                if mode == "w"}
+        out = 0
+        for top in self.kernels[k].regions[0]:
+            for op in top.walk():
+                if op.name == "tstore":
+                    out += op.operands[0].type.nbytes
+                elif op.name == "tload" and op.operands[1] in mine:
+                    out -= op.operands[0].type.nbytes
+        return out
 
     def merge(self, a: int, b: int) -> None:
         keep, drop = min(a, b), max(a, b)

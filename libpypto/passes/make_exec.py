@@ -118,7 +118,9 @@ def _canonical(prog: Op) -> str:
 
 
 def _footprints(blk: Op, tensors: list) -> tuple[list, list]:
-    """[tensor index, lo, hi] boxes of every load and store, loop variables at their extremes."""
+    """[tensor index, lo, hi] boxes of every load and store, loop variables at their extremes
+    (an `if` on `var < e` or `e <= var` narrows var's range in its first arm; a ring slot
+    `x % n` spans 0 .. n - 1: mix-fuse's guards and workspace rings)."""
     reads, writes = [], []
 
     def visit(ops, loops):
@@ -126,12 +128,17 @@ def _footprints(blk: Op, tensors: list) -> tuple[list, list]:
             if op.name == "for":
                 visit(op.regions[0], loops + [op.attrs])
                 continue
+            if op.name == "if":
+                visit(op.regions[0], _narrowed(loops, op.attrs["cond"]))
+                visit(op.regions[1], loops)
+                continue
             if op.name in ("tload", "tstore"):
                 lo_env = {lp["var"]: lp["start"] for lp in loops}
                 hi_env = {lp["var"]: E.sub(lp["stop"], 1) for lp in loops}
                 offs, valid = op.attrs["offsets"], op.attrs["valid"]
-                lo = [E.substitute(o, lo_env) for o in offs]
-                hi = [E.substitute(E.add(o, E.maximum(v, 0)), hi_env) for o, v in zip(offs, valid)]
+                lo = [E.substitute(_slots(o, False), lo_env) for o in offs]
+                hi = [E.substitute(E.add(_slots(o, True), E.maximum(v, 0)), hi_env)
+                      for o, v in zip(offs, valid)]
                 entry = [tensors.index(op.operands[1]), lo, hi]
                 (reads if op.name == "tload" else writes).append(entry)
             elif op.name == "tgather":
@@ -149,6 +156,38 @@ def _footprints(blk: Op, tensors: list) -> tuple[list, list]:
 
     visit(blk.regions[0], [])
     return _unique(reads), _unique(writes)
+
+
+def _narrowed(loops: list, cond) -> list:
+    """The loops' ranges under an `if` whose condition bounds one loop variable."""
+    if isinstance(cond, E.Expr) and cond.op == "and":
+        for c in cond.args:
+            loops = _narrowed(loops, c)
+        return loops
+    if not isinstance(cond, E.Expr) or cond.op not in ("lt", "le"):
+        return loops
+    a, b = cond.args
+    out = []
+    for lp in loops:
+        v = E.sym(lp["var"])
+        if cond.op == "lt" and a == v:
+            lp = {**lp, "stop": E.minimum(lp["stop"], b)}
+        elif cond.op == "le" and b == v:
+            lp = {**lp, "start": E.maximum(lp["start"], a)}
+        out.append(lp)
+    return out
+
+
+def _slots(o, high: bool):
+    """An offset with each ring slot `x % n` (n an int) at its lowest (0) or highest value."""
+    if not isinstance(o, E.Expr):
+        return o
+    if o.op == "mod" and isinstance(o.args[1], int) and o.args[1] > 0:
+        return o.args[1] - 1 if high else 0
+    if o.op in ("add", "mul"):
+        parts = [_slots(x, high) for x in o.args]
+        return E.add(*parts) if o.op == "add" else E.mul(*parts)
+    return o
 
 
 def _region_box(tensor: int, a: dict) -> list:

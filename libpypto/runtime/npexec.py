@@ -62,6 +62,8 @@ class ProgramRunner:
                 a = op.attrs
                 for i in range(*(int(E.evaluate(a[k], env)) for k in ("start", "stop", "step"))):
                     self.run(op.regions[0], {**env, a["var"]: i}, vals)
+            elif n == "if":           # a branch of a mixed program (mix-fuse)
+                self.run(op.regions[0 if E.evaluate(op.attrs["cond"], env) else 1], env, vals)
             else:
                 fn, lead, attrs = self.calls[id(op)]
                 args = [vals[v] for v in op.operands]

@@ -50,7 +50,7 @@ def schedule(doc: Document, target, env: dict | None) -> Document:
     cores = target.cores()
     lanes = _lanes(cores)
     for t in tasks:
-        kind = programs[t.attrs["program"]].attrs["core"]
+        kind = core_kind(programs[t.attrs["program"]], cores)
         if not any(k in cores for k in CORE_KINDS[kind]):
             built = doc.attrs.get("target", {}).get("name", "?")
             raise UsageError(f"target {target.name} has no core that runs {kind} programs "
@@ -66,6 +66,16 @@ def schedule(doc: Document, target, env: dict | None) -> Document:
         _place(doc, tasks, programs, target, env, lanes, attrs)
     doc.body.append(Op("schedule", [], [], attrs, [], None))
     return doc
+
+
+def core_kind(prog: Op, cores: dict) -> str:
+    """The kind of core a program's instances are placed on here. A mixed program for a
+    cluster (ir/mix_ops.py: sections) on a target without mixed cores is placed on the
+    cluster's cube core and costed as the sum of all its parts (the simulator times the
+    parts on their own cores, overlapped)."""
+    from ..ir.mix_ops import clustered
+    kind = prog.attrs["core"]
+    return "cube" if kind == "mixed" and not cores.get("mixed") and clustered(prog) else kind
 
 
 def task_graph(doc: Document):
@@ -115,7 +125,7 @@ def _lanes(cores: dict) -> list[str]:
 def _place(doc, tasks, programs, target, env, lanes, attrs) -> None:
     costs = schedule_costs(target)
     exp = expand(doc, env)
-    kinds = [programs[t.attrs["program"]].attrs["core"] for t in tasks]
+    kinds = [core_kind(programs[t.attrs["program"]], target.cores()) for t in tasks]
     per = [task_cost(programs[tasks[lc.task].attrs["program"]], lc.scalars, costs)
            for lc in exp.launches]
     of = exp.launch_of.tolist()

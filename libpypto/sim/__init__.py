@@ -41,12 +41,22 @@ latency beyond a fixed dispatch cost, and data-dependent costs (values of the da
 from __future__ import annotations
 
 from ..errors import UsageError
+from ..ir.mix_ops import clustered
 from ..targets.costs import PIPES, Costs
 from .engine import Engine
 from .flatten import Context, Flattener
 
-CORE_KINDS = {"vector": ("vector", "mixed"), "cube": ("cube", "mixed"), "mixed": ("mixed",)}
+CORE_KINDS = {"vector": ("vector", "mixed"), "cube": ("cube", "mixed"), "mixed": ("mixed",),
+              "cluster": ("cube", "vector")}
 BOUND_FLOOR = 0.5
+
+
+def _clusters(kinds: list) -> list:
+    """(cube core, vector core, vector core) of each cluster: cube core c with vector cores
+    2c and 2c + 1 (counted among the vector cores), as long as both kinds last."""
+    cube = [i for i, k in enumerate(kinds) if k == "cube"]
+    vec = [i for i, k in enumerate(kinds) if k == "vector"]
+    return [(cube[c], vec[2 * c], vec[2 * c + 1]) for c in range(min(len(cube), len(vec) // 2))]
 
 
 def lanes(cores: dict) -> list:
@@ -88,7 +98,7 @@ def _run_tasks(doc, costs, kinds, env, data, target):
     keys = storage_keys(doc, exp)       # a tensor in the arena: its bytes, for the L2
     tensors = [[keys[gm_of[v]] for v in t.operands] for t in exp.tasks]
     for ti, t in enumerate(exp.tasks):
-        kind = programs[prog_of[ti]].attrs["core"]
+        kind = _kind(programs[prog_of[ti]], kinds)
         if not any(k in kinds for k in CORE_KINDS[kind]):
             built = doc.attrs.get("target", {}).get("name", "?")
             raise UsageError(f"target {target.name} has no core that runs {kind} programs; "
@@ -105,6 +115,13 @@ def _run_tasks(doc, costs, kinds, env, data, target):
     return eng, {"tasks": disp.rows}
 
 
+def _kind(prog, kinds: list) -> str:
+    """The kind of core a program runs on: a mixed program for a cluster (sections,
+    ir/mix_ops.py) on a target without mixed cores runs on a cluster."""
+    kind = prog.attrs["core"]
+    return "cluster" if kind == "mixed" and "mixed" not in kinds and clustered(prog) else kind
+
+
 class _Dispatcher:
     """Task instances to free cores, as their predecessors finish."""
 
@@ -113,7 +130,9 @@ class _Dispatcher:
         self.hq = heapq
         self.eng, self.exp, self.fl = eng, exp, fl
         self.prog_of, self.tensors = prog_of, tensors
-        self.kind_of = [fl.programs[p].attrs["core"] for p in prog_of]
+        self.kind_of = [_kind(fl.programs[p], kinds) for p in prog_of]
+        self.clusters = _clusters(kinds)
+        self.parts: dict = {}         # a cluster instance -> [streams left, start, end]
         self.waiting = [len(p) for p in exp.preds]
         self.succ: list = [[] for _ in range(exp.n)]
         for i, ps in enumerate(exp.preds):
@@ -137,6 +156,9 @@ class _Dispatcher:
     def dispatch(self) -> None:
         eng = self.eng
         for kind, q in self.ready.items():
+            if kind == "cluster":
+                self.dispatch_clusters(q)
+                continue
             while q:
                 pool = [(self.free[k][0], k) for k in CORE_KINDS[kind] if self.free.get(k)]
                 if not pool:
@@ -147,7 +169,7 @@ class _Dispatcher:
                 st = self._stream(i)
                 eng.start(st, core, eng.now + eng.c.dispatch, self.done, (i, k))
 
-    def _stream(self, i: int):
+    def _stream(self, i: int, ctx=None):
         exp = self.exp
         li = int(exp.launch_of[i])
         lc = exp.launches[li]
@@ -157,19 +179,55 @@ class _Dispatcher:
         g = prog.attrs["grid_rank"]
         env = {f"g{d}": row[d] for d in range(g)}
         env.update({s: row[g + k] for k, s in enumerate(prog.attrs["scalars"])})
-        return self.fl.flatten(self.prog_of[lc.task], env, Context(self.tensors[lc.task]))
+        if ctx is None:
+            ctx = Context(self.tensors[lc.task])
+        ctx.tensors = self.tensors[lc.task]
+        return self.fl.flatten(self.prog_of[lc.task], env, ctx)
 
     def done(self, run) -> None:
-        i, k = run.tag
+        i, k = run.tag[:2]
+        if k == "cluster":                 # one part of a cluster instance: its core is free
+            left = self.parts[i]
+            left[0] -= 1
+            left[1], left[2] = min(left[1], run.t0), max(left[2], run.end)
+            self.hq.heappush(self.free[run.tag[2]], run.core)
+            if not left[0]:
+                del self.parts[i]
+                self.finish(i, left[3], left[1], left[2])
+        else:
+            self.finish(i, run.core, run.t0, run.end)
+            self.hq.heappush(self.free[k], run.core)
+        self.dispatch()
+
+    def finish(self, i: int, core: int, t0, end) -> None:
         lc = self.exp.launches[int(self.exp.launch_of[i])]
-        self.rows.append([lc.task, i - lc.first, run.core, int(run.t0), int(run.end)])
+        self.rows.append([lc.task, i - lc.first, core, int(t0), int(end)])
         self.finished += 1
-        self.hq.heappush(self.free[k], run.core)
         for j in self.succ[i]:
             self.waiting[j] -= 1
             if self.waiting[j] == 0:
                 self._ready(j)
-        self.dispatch()
+
+    # -- mixed programs for a cluster ----------------------------------------------------------
+    def dispatch_clusters(self, q: list) -> None:
+        """Ready cluster instances to the lowest cluster (cube core c, vector cores 2c and
+        2c + 1, as Pro clusters are placed) whose three cores are all free; each core runs
+        its part of the program (its sections), the cross-core events between them."""
+        eng = self.eng
+        while q:
+            free = {c for k in ("cube", "vector") for c in self.free.get(k, [])}
+            slot = next((cl for cl in self.clusters if set(cl) <= free), None)
+            if slot is None:
+                return
+            i = self.hq.heappop(q)
+            for k, c in zip(("cube", "vector", "vector"), slot):
+                self.free[k].remove(c)
+                self.hq.heapify(self.free[k])
+            self.parts[i] = [3, float("inf"), 0.0, slot[0]]
+            for cid, core in enumerate(slot):
+                kind = "cube" if cid == 0 else "vector"
+                st = self._stream(i, Context(None, i, cid, kind, part=True))
+                eng.start(st, core, eng.now + eng.c.dispatch, self.done, (i, "cluster", kind))
 
 
 # -- Pro mode -----------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from ..ir import expr as E
 from ..ir.defs import dests, sources
+from ..ir.mix_ops import part
 from ..ir.types import TileType
 from ..targets.costs import PIPE_INDEX, gm_path, padded_bytes
 
@@ -75,9 +76,10 @@ class Context:
     cross-core members (Pro INTER_BLOCK and sync_all)."""
 
     def __init__(self, tensors: list, cluster: int = 0, core_id: int = 0, kind: str = "vector",
-                 index: int = 0, members: dict | None = None):
+                 index: int = 0, members: dict | None = None, part: bool | None = None):
         self.tensors, self.cluster, self.core_id = tensors, cluster, core_id
         self.kind, self.index, self.members = kind, index, members or {}
+        self.part = part        # a mixed program for a cluster: only core_id's sections
 
 
 class Flattener:
@@ -102,6 +104,9 @@ class Flattener:
             n = op.name
             if n in ("tile", "arg"):
                 continue
+            if n == "section":          # a mixed program's part marker (ir/mix_ops.py)
+                state.on = state.ctx.part is None or part(op)[0] == state.ctx.core_id
+                continue
             if n == "for":
                 a = op.attrs
                 lo, hi, step = (int(_fn(a[k])(env)) for k in ("start", "stop", "step"))
@@ -111,7 +116,7 @@ class Flattener:
             elif n == "if":
                 arm = 0 if _fn(op.attrs["cond"])(env) else 1
                 self._block(pi, op.regions[arm], env, st, state)
-            else:
+            elif state.on:
                 self._instr(pi, op, env, st, state)
 
     def _instr(self, pi, op, env, st, state) -> None:
@@ -119,7 +124,7 @@ class Flattener:
         if t is None:
             t = self.templates[id(op)] = _Template(self, pi, op)
         pipe = t.pipe
-        if self.pro and t.sync is not None:
+        if t.sync is not None:
             t.sync(self, op, env, st, state, pipe, t.oid)
             return
         dur, gm = t.cost(env, state.ctx)
@@ -201,7 +206,7 @@ class _Template:
         self.fl, self.op = fl, op
         self.pipe = PIPE_INDEX.get(op.attrs.get("pipe", "S"), S)
         self.oid = fl.index[pi][id(op)] if pi is not None else 0
-        self.sync = _SYNC.get(op.name) if fl.pro else None
+        self.sync = _SYNC.get(op.name) if fl.pro else _TENSOR_SYNC.get(op.name)
         regions = fl.regions[pi] if fl.regions is not None and pi is not None else {}
         self.reads = [regions[id(v)][1] for v in sources(op) if id(v) in regions]
         self.writes = [regions[id(v)] for v in dests(op) if id(v) in regions]
@@ -215,6 +220,11 @@ class _Template:
             self.rate, self.store = fl.costs.path[gm_path(n, t)], n == "tstore"
             self.arg = op.operands[1].owner.attrs["index"]
             v = op.attrs.get("valid")
+            if v is not None and len(v) > t.rank and not fl.pro:
+                # a Tensor-mode tile of lower rank than its tensor (a batched matmul's L1
+                # tiles, a mix-fuse ring slot): its dims are the tensor's last ones, as the
+                # C copies them (the leading ones are 1 or empty)
+                v = v[len(v) - t.rank:]
             self.valid = [_fn(x) for x in v] if v is not None else None
             self.offs = [_fn(x) for x in op.attrs["offsets"]] if n != "tgather" else None
         elif n == "tmatmul" and "k_valid" in op.attrs:
@@ -301,6 +311,7 @@ def _other_pipes(st, preds, pipe, state):
 class _State:
     def __init__(self, ctx):
         self.ctx = ctx
+        self.on = ctx.part is None       # in a section of the core flattened (or no sections)
         self.last = [-1] * NPIPES
         self.real = [-1] * NPIPES                    # the last non-sync instruction per pipe
         self.seen = [[-1] * NPIPES for _ in range(NPIPES)]   # Tensor: flags waited for
@@ -375,17 +386,63 @@ def _nth(state, key) -> int:
 def _cross(fl, op, env, st, state, pipe, oid):
     """cross_set posts, cross_wait needs, keyed as the Pro runner matches them."""
     ctx, e, mode = state.ctx, _event(op, env), op.attrs["mode"]
+    if mode == "INTER_BLOCK":
+        return _inter_block(fl, op, st, state, pipe, oid, e)
+    setting, marks = _cross_marks(op, state, e)
+    if setting:
+        i = _plain(fl, st, state, pipe, oid, post=marks)
+        if state.real[pipe] >= 0:
+            st.flag[i] = (state.real[pipe],)
+        return i
+    state.xpending[pipe] += marks
+    return _plain(fl, st, state, pipe, oid, need=marks)
+
+
+GM_PIPES = tuple(PIPE_INDEX[p] for p in ("MTE2", "MTE3", "FIX"))
+
+
+def _tensor_cross(fl, op, env, st, state, pipe, oid):
+    """A cross-core event of a Tensor-mode mixed program (mix-fuse), whose parts carry no
+    intra-core sync yet: GM is reached only through MTE2, MTE3 and FIX, so a set posts once
+    the core's last instruction on each of them has finished (everything it read or wrote
+    in GM before the set), and a wait holds back the next instruction on each of them
+    (compute after a wait waits for the data it reads through the buffer dependences)."""
+    setting, marks = _cross_marks(op, state, _event(op, env))
+    if setting:
+        preds = sorted({state.last[p] for p in GM_PIPES + (S,) if state.last[p] >= 0})
+        i = st.add(S, 0.0, None, tuple(preds), oid, post=marks)
+        state.last[S] = i
+        if preds:
+            st.flag[i] = (max(preds),)
+        return i
+    for p in GM_PIPES:
+        last = state.last[p]
+        state.last[p] = st.add(p, 0.0, None, (last,) if last >= 0 else (), oid, need=marks)
+    return state.last[GM_PIPES[0]]
+
+
+def _inter_block(fl, op, st, state, pipe, oid, e):
+    ctx = state.ctx
+    if op.name == "cross_set":
+        marks = [(("b", ctx.kind, e, ctx.index), _nth(state, (True, ("b", ctx.kind, e,
+                                                                     ctx.index))))]
+        i = _plain(fl, st, state, pipe, oid, post=marks)
+        if state.real[pipe] >= 0:
+            st.flag[i] = (state.real[pipe],)
+        return i
+    n = _nth(state, ("bw", ctx.kind, e))
+    need = [(("b", ctx.kind, e, j), n) for j in range(ctx.members.get(ctx.kind, 0))]
+    state.xpending[pipe] += need
+    return _plain(fl, st, state, pipe, oid, need=need)
+
+
+def _cross_marks(op, state, e) -> tuple:
+    """(is a set, [(key, n)]) of a cross-core event other than INTER_BLOCK: the n-th set of
+    a key matches its n-th wait."""
+    ctx, mode = state.ctx, op.attrs["mode"]
     cl, me = ctx.cluster, ctx.core_id
     setting = op.name == "cross_set"
-    if mode == "INTER_BLOCK":
-        if setting:
-            keys = [("b", ctx.kind, e, ctx.index)]
-        else:
-            n = _nth(state, ("bw", ctx.kind, e))
-            need = [(("b", ctx.kind, e, j), n) for j in range(ctx.members.get(ctx.kind, 0))]
-            state.xpending[pipe] += need
-            return _plain(fl, st, state, pipe, oid, need=need)
-    elif mode == "INTER_SUBBLOCK":
+    if mode == "INTER_SUBBLOCK":
         keys = [("s", cl, 3 - me, e)] if setting else [("s", cl, me, e)]
     elif mode == "UNICAST_BLOCK":
         keys = [("n", cl, me != 0, e)] if setting else [("n", cl, me == 0, e)]
@@ -394,14 +451,7 @@ def _cross(fl, op, env, st, state, pipe, oid):
             [("u", cl, 1, e), ("u", cl, 2, e)]
     else:
         keys = [("u", cl, me, e)] if setting else [("d", cl, me, e)]
-    marks = [(k, _nth(state, (setting, k))) for k in keys]
-    if setting:
-        i = _plain(fl, st, state, pipe, oid, post=marks)
-        if state.real[pipe] >= 0:
-            st.flag[i] = (state.real[pipe],)
-        return i
-    state.xpending[pipe] += marks
-    return _plain(fl, st, state, pipe, oid, need=marks)
+    return setting, [(k, _nth(state, (setting, k))) for k in keys]
 
 
 def _sync_all(fl, op, env, st, state, pipe, oid):
@@ -417,3 +467,4 @@ _SYNC = {"sync_set": _sync_set, "sync_wait": _sync_wait, "mutex_lock": _mutex,
          "mutex_unlock": _mutex, "barrier": _barrier, "cross_set": _cross,
          "cross_wait": _cross, "sync_all": _sync_all,
          "mm_layout": lambda fl, op, env, st, state, pipe, oid: None}
+_TENSOR_SYNC = {"cross_set": _tensor_cross, "cross_wait": _tensor_cross}

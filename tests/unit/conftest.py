@@ -18,7 +18,7 @@ EXAMPLES = sorted(p.stem for p in EXAMPLES_DIR.glob("*.py"))
 
 # how each level is reached from the tensor graph (DESIGN.md section 1); tile, block and exec
 # are lowered for the default (host) target, sched and code for a2
-TILE_PIPELINE = "tensor-to-tile,assign-memory"  # then block: fuse,forward,cse,dce,alloc
+TILE_PIPELINE = "fold-scale,tensor-to-tile,assign-memory"  # then block: fuse,mix-fuse,...
 LEVELS = ("tensor", "tile", "block", "exec", "sched", "code")
 
 
@@ -55,7 +55,7 @@ def _level_bytes(name: str) -> dict:
     doc = pypto.trace(example_path(name))
     docs = {"tensor": doc}
     docs["tile"] = pypto.lower(doc, TILE_PIPELINE)
-    docs["block"] = pypto.lower(docs["tile"], "fuse,forward,cse,dce,alloc")
+    docs["block"] = pypto.lower(docs["tile"], "fuse,mix-fuse,forward,cse,dce,alloc")
     docs["exec"] = pypto.lower(docs["block"], "make-exec")
     # scheduled for a2 from the tensor graph, i.e. lowered for a2 (a graph lowered for the
     # host may use mixed cube+vector programs, which a2 cannot run)

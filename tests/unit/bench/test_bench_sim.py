@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import libpypto as pypto
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -39,3 +41,15 @@ def test_double_buffered_pro_gemm_passes_the_checker_and_overlaps():
     assert a["verdict"] == "pass", a["checks"]
     u = a["sim"]["utilisation"]
     assert u["MTE2"] + u["M"] > 1.0       # the two pipes overlap in time
+
+
+@pytest.mark.slow
+def test_flash_attention_table_prints_both_forms():
+    """bench/sim/flash_attention_table.py: before and after fusion side by side, and one KV
+    step's busy time per pipe (S = 256: two steps, two clusters)."""
+    p = subprocess.run([sys.executable, os.path.join(SIM, "flash_attention_table.py"),
+                        "--sizes", "256"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "before us" in out and "after us" in out and "speed-up" in out
+    assert "cube 0" in out and "vector 24" in out

@@ -436,11 +436,12 @@ def test_lower_flags(cli, files):
         assert name in out
     assert "enable=true" in out
     p = ok(cli("lower", files["tensor"], "--print-pipeline"))
-    assert p.stdout == b"tensor-to-tile,assign-memory,fuse,forward,cse,dce,alloc,make-exec\n"
+    assert p.stdout == b"fold-scale,tensor-to-tile,assign-memory,fuse,mix-fuse,forward,cse,dce," \
+                       b"alloc,make-exec\n"
     p = ok(cli("lower", files["tensor"], "--print-after-all", "--time-passes",
                 "--verify-each", "--stop-after", "fuse", "-S", PYPTO_FAKE_CLOCK="1"))
     err = p.stderr.decode()
-    assert err.count("# ---- IR after ") == 3 and "# ---- IR after fuse ---- #" in err
+    assert err.count("# ---- IR after ") == 4 and "# ---- IR after fuse ---- #" in err
     assert "total" in err
     assert p.stdout.startswith(b"pypto-ir 1.1 block\n")
 

@@ -73,7 +73,7 @@ def test_pipeline_text_round_trips():
 
 @pytest.mark.parametrize("text, message", [
     ("tensor2tile", "unknown pass 'tensor2tile' (known: alloc, assign-memory, cse, dce, "
-                    "forward, fuse, make-exec, tensor-to-tile)"),
+                    "fold-scale, forward, fuse, make-exec, mix-fuse, tensor-to-tile)"),
     ("fuse{enable=false", "pipeline: unclosed '{' after 'fuse'"),
     ("fuse{fuse=false}", "pass 'fuse' has no option 'fuse' (options: enable, max-kernels"),
     ("alloc{x=1}", "pass 'alloc' has no option 'x' (options: none)"),
@@ -91,10 +91,11 @@ def test_parse_pipeline_errors(text, message):
 # -- default pipelines per level ------------------------------------------------------------
 
 @pytest.mark.parametrize("level, want", [
-    ("tensor", ["tensor-to-tile", "assign-memory", "fuse", "forward", "cse", "dce", "alloc",
-                "make-exec"]),
-    ("tile", ["assign-memory", "fuse", "forward", "cse", "dce", "alloc", "make-exec"]),
-    ("block", ["forward", "cse", "dce", "alloc", "make-exec"]),
+    ("tensor", ["fold-scale", "tensor-to-tile", "assign-memory", "fuse", "mix-fuse", "forward",
+                "cse", "dce", "alloc", "make-exec"]),
+    ("tile", ["assign-memory", "fuse", "mix-fuse", "forward", "cse", "dce", "alloc",
+              "make-exec"]),
+    ("block", ["mix-fuse", "forward", "cse", "dce", "alloc", "make-exec"]),
     ("exec", []),
 ])
 def test_default_pipeline_from_each_level(level, want):
@@ -102,12 +103,13 @@ def test_default_pipeline_from_each_level(level, want):
 
 
 def test_default_pipeline_to_intermediate_levels():
-    assert names(default_pipeline("tensor", "tile")) == ["tensor-to-tile", "assign-memory"]
-    assert names(default_pipeline("tensor", "block")) == ["tensor-to-tile", "assign-memory",
-                                                          "fuse", "forward", "cse", "dce",
-                                                          "alloc"]
-    assert names(default_pipeline("tile", "block")) == ["assign-memory", "fuse", "forward",
-                                                        "cse", "dce", "alloc"]
+    assert names(default_pipeline("tensor", "tile")) == ["fold-scale", "tensor-to-tile",
+                                                         "assign-memory"]
+    assert names(default_pipeline("tensor", "block")) == ["fold-scale", "tensor-to-tile",
+                                                          "assign-memory", "fuse", "mix-fuse",
+                                                          "forward", "cse", "dce", "alloc"]
+    assert names(default_pipeline("tile", "block")) == ["assign-memory", "fuse", "mix-fuse",
+                                                        "forward", "cse", "dce", "alloc"]
 
 
 # -- running ------------------------------------------------------------------------------
@@ -172,8 +174,9 @@ def test_stop_after(softmax, host):
     inst = Instrument(stop_after="assign-memory")
     doc = run_pipeline(softmax, parse_pipeline(DEFAULT_PIPELINE), host, inst)
     assert doc.level == "tile"
-    assert [n for n, _ in inst.timings] == ["tensor-to-tile", "assign-memory"]
-    assert serde.dumps(doc) == serde.dumps(pypto.lower(softmax, "tensor-to-tile,assign-memory"))
+    assert [n for n, _ in inst.timings] == ["fold-scale", "tensor-to-tile", "assign-memory"]
+    assert serde.dumps(doc) == serde.dumps(pypto.lower(softmax, "fold-scale,tensor-to-tile,"
+                                                                "assign-memory"))
 
 
 def test_time_passes_with_fake_clock(softmax, host, monkeypatch):
