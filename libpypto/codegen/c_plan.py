@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import ops as O
+from ..ir.core import Op
 from ..ir.instr import dests, sources
 from .c_text import _MM_DT
 
@@ -135,8 +136,11 @@ def arena_layout(target_buffers: dict, align: int = 64) -> tuple[dict, int]:
 
 
 def plan_program(prog, base: dict) -> ProgramPlan:
-    """Every decision about the C of one exec-level `program` op (base: arena_layout's)."""
-    body = prog.regions[0]
+    """Every decision about the C of one exec-level `program` op (base: arena_layout's).
+    Its sync instructions are left out: a task's instructions run in order on one thread,
+    which honours every flag and barrier, so a program plans the same with or without them
+    (and its C computes the same bits)."""
+    body = without_sync(prog.regions[0])
     names, extent = {}, {}
     for op in body:
         if op.name == "arg":                 # a0, a1, ... by position, whatever the file says
@@ -155,6 +159,24 @@ def plan_program(prog, base: dict) -> ProgramPlan:
     plan.workspace_bytes = max([4 * _workspace_floats(op) for op in _instrs(body)
                                 if op.name == "tmatmul" and matmul_kernel(op)] + [0])
     return plan
+
+
+INTRA_CORE_SYNC = ("sync_set", "sync_wait", "barrier", "mutex_lock", "mutex_unlock")
+
+
+def without_sync(ops: list) -> list:
+    """ops without the sync between one core's pipes (ir/pro_ops.py), loops and branches
+    copied with their regions likewise (the tiles and instructions are the same objects).
+    Cross-core events stay: the renderer refuses them (they need the Pro runner)."""
+    out = []
+    for op in ops:
+        if op.name in INTRA_CORE_SYNC:
+            continue
+        if op.regions:
+            op = Op(op.name, op.operands, [], op.attrs, [without_sync(r) for r in op.regions],
+                    op.loc)
+        out.append(op)
+    return out
 
 
 def matmul_kernel(op) -> bool:

@@ -13,11 +13,12 @@ PASSES = {
     "dce":            ("block", "block", "libpypto.passes.dce:dce"),
     "forward":        ("block", "block", "libpypto.passes.forward:forward"),
     "fuse":           ("tile", "block", "libpypto.passes.fuse:fuse"),
+    "insert-sync":    ("block", "block", "libpypto.passes.insert_sync:insert_sync"),
     "make-exec":      ("block", "exec", "libpypto.passes.make_exec:make_exec"),
     "tensor-to-tile": ("tensor", "tile", "libpypto.passes.tensor_to_tile:tensor_to_tile"),
 }
 
-DEFAULT_PIPELINE = "tensor-to-tile,assign-memory,fuse,forward,cse,dce,alloc,make-exec"
+DEFAULT_PIPELINE = "tensor-to-tile,assign-memory,fuse,forward,cse,dce,alloc,insert-sync,make-exec"
 
 
 def get_pass(name: str):
