@@ -16,19 +16,30 @@ def trip_count(loop_attrs: dict, env: dict) -> int:
     """Iterations of a `for` region under env (raises E.UnboundSymbol when unknown)."""
     a = loop_attrs
     span = E.evaluate(a["stop"], env) - E.evaluate(a["start"], env)
-    return max(0, -(-span // E.evaluate(a["step"], env)))
+    trips = -(-span // E.evaluate(a["step"], env))
+    return max(0, trips) if isinstance(trips, int) else trips
 
 
 def task_work(prog: Op, scalars) -> tuple[int, int]:
-    """GM bytes moved and FLOPs done by a launch (full tiles, loops at their trip counts)."""
+    """GM bytes moved and FLOPs done by a launch (full tiles, loops at their trip counts:
+    per instance where a trip count depends on the grid index, as a merged block's loop
+    over its instances does)."""
+    import numpy as np
     formal = formal_scalars(prog, scalars)
     n = len(scalars)
+    env = dict(formal)
+    if n:
+        rows = np.asarray(scalars)
+        env.update({f"g{d}": rows[:, d].astype(np.int64) for d in range(prog.attrs["grid_rank"])})
 
-    def walk(ops, mult: int) -> tuple[int, int]:
+    def walk(ops, mult) -> tuple:
         b = f = 0
         for op in ops:
             if op.name == "for":
-                bb, ff = walk(op.regions[0], mult * trip_count(op.attrs, formal))
+                trips = trip_count(op.attrs, env)
+                if not isinstance(trips, int):
+                    trips = np.maximum(trips, 0)
+                bb, ff = walk(op.regions[0], mult * trips)
                 b, f = b + bb, f + ff
             elif op.name in ("tload", "tstore"):
                 b += mult * op.operands[0].type.nbytes
@@ -41,4 +52,4 @@ def task_work(prog: Op, scalars) -> tuple[int, int]:
         return b, f
 
     b, f = walk(prog.regions[0], 1)
-    return b * n, f * n
+    return tuple(int(np.sum(x)) if not isinstance(x, int) else x * n for x in (b, f))

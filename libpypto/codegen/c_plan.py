@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..ir import expr as E
 from ..ir import ops as O
 from ..ir.core import Op
 from ..ir.instr import dests, sources
@@ -120,6 +121,9 @@ class ProgramPlan:
     units: list = field(default_factory=list)      # the body's units
     bodies: dict = field(default_factory=dict)     # `for` op -> the units of its body
     workspace_bytes: int = 0                       # tmatmul's packed/widened operands
+    # N-buffered tiles -> (their space's base in the arena, address expression): declared
+    # at the top of their loop's body, at the iteration's place (extent: all N places)
+    moving: dict = field(default_factory=dict)
 
     def declared(self, v) -> bool:
         """Is tile v declared at the top, at its place in the arena (not a view or a row)?"""
@@ -146,12 +150,17 @@ def plan_program(prog, base: dict) -> ProgramPlan:
         if op.name == "arg":                 # a0, a1, ... by position, whatever the file says
             names[op.result] = f"a{op.attrs['index']}"
     tiles = [op for top in body for op in top.walk() if op.name == "tile"]
+    loops = _tile_loops(body)
+    moving = {}
     for op in tiles:
         v, t = op.result, op.result.type
         names[v] = f"t{len(names)}"
-        start = base[t.space] + op.attrs.get("addr", 0)
-        extent[v] = (start, start + t.nbytes)
+        lo, hi = _span(op, loops.get(v))
+        extent[v] = (base[t.space] + lo, base[t.space] + hi)
+        if not isinstance(op.attrs.get("addr", 0), int):
+            moving[v] = (base[t.space], op.attrs["addr"])
     plan = ProgramPlan(prog, tiles, names, extent, _counts(body, sources), _counts(body, dests))
+    plan.moving = moving
     p = _Planner(plan)
     p.plan_views(body)
     p.plan_rows(body)
@@ -159,6 +168,29 @@ def plan_program(prog, base: dict) -> ProgramPlan:
     plan.workspace_bytes = max([4 * _workspace_floats(op) for op in _instrs(body)
                                 if op.name == "tmatmul" and matmul_kernel(op)] + [0])
     return plan
+
+
+def _tile_loops(body: list) -> dict:
+    """Tile declared directly in a `for` body -> that loop op."""
+    out = {}
+    for region in _regions(body):
+        for op in region:
+            if op.name == "for":
+                out.update({t.result: op for t in op.regions[0] if t.name == "tile"})
+    return out
+
+
+def _span(op, loop) -> tuple:
+    """The bytes a tile takes from its space's base: [addr, addr + size), or for an
+    N-buffered tile (its addr an expression of its loop's variable) the hull of its N
+    places, each iteration's address evaluated."""
+    addr, size = op.attrs.get("addr", 0), op.result.type.nbytes
+    if isinstance(addr, int):
+        return addr, addr + size
+    a = loop.attrs if loop is not None else {"var": "", "start": 0, "step": 1}
+    places = [int(E.evaluate(addr, {a["var"]: a["start"] + i * a["step"]}))
+              for i in range(max(1, op.attrs.get("slots", 1)))]
+    return min(places), max(places) + size
 
 
 INTRA_CORE_SYNC = ("sync_set", "sync_wait", "barrier", "mutex_lock", "mutex_unlock")

@@ -15,10 +15,11 @@ PASSES = {
     "fuse":           ("tile", "block", "libpypto.passes.fuse:fuse"),
     "insert-sync":    ("block", "block", "libpypto.passes.insert_sync:insert_sync"),
     "make-exec":      ("block", "exec", "libpypto.passes.make_exec:make_exec"),
+    "nbuffer":        ("block", "block", "libpypto.passes.nbuffer:nbuffer"),
     "tensor-to-tile": ("tensor", "tile", "libpypto.passes.tensor_to_tile:tensor_to_tile"),
 }
 
-DEFAULT_PIPELINE = "tensor-to-tile,assign-memory,fuse,forward,cse,dce,alloc,insert-sync,make-exec"
+DEFAULT_PIPELINE = "tensor-to-tile,assign-memory,fuse,nbuffer,forward,cse,dce,alloc,insert-sync,make-exec"
 
 
 def get_pass(name: str):

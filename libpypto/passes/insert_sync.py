@@ -40,9 +40,10 @@ attribute carries its own sync, and the simulator times it by that sync.
 """
 from __future__ import annotations
 
-from ..errors import CompileError
+from ..errors import CompileError, UsageError
 from ..ir import expr as E
 from ..ir.core import Document, Op, copy_doc
+from .alloc import iteration
 from .sync_model import MANUAL, Flag, Violation, Walk, anchors, build, placement
 
 MAX_FLAGS = 4096          # a walk that keeps finding work past this many flags is a bug
@@ -55,7 +56,7 @@ def insert_sync(doc: Document, *, target, max_events: int = 0) -> Document:
     flag falls back to a pipe barrier.
     """
     if max_events < 0:
-        raise CompileError(f"insert-sync: max-events must be >= 0, not {max_events}")
+        raise UsageError(f"insert-sync: max-events must be >= 0, not {max_events}")
     doc = copy_doc(doc)
     limit = max_events or target.event_ids
     align = target.align
@@ -220,7 +221,7 @@ def _sync_op(act) -> Op:
     if len(act) > 2:
         eid = f.ids + act[2]
     elif f.kind == "loop" and f.d > 1:
-        eid = E.add(f.ids, E.mod(_iteration(f.loop.op), f.d))
+        eid = E.add(f.ids, E.mod(iteration(f.loop.op), f.d))
     else:
         eid = f.ids
     if what in ("set", "preset"):
@@ -228,15 +229,6 @@ def _sync_op(act) -> Op:
                   _loc(f.after))
     return Op("sync_wait", [], [], {"pipe": f.Q, "set_pipe": f.P, "event_id": eid}, [],
               _loc(f.before))
-
-
-def _iteration(loop: Op):
-    """The iteration number of a loop's current trip, as an expression of its variable."""
-    a = loop.attrs
-    i = E.sym(a["var"])
-    if a["start"] != 0:
-        i = E.sub(i, a["start"])
-    return i if a["step"] == 1 else E.floordiv(i, a["step"])
 
 
 def _loc(node):
