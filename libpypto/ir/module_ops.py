@@ -33,6 +33,9 @@ RUN = {
     "compile": attr(DictOf({"cached": opt(Bool()), "seconds": opt(Num())})),
     "notice": attr(Text()),
     "environment": attr(MapOf(Ident(), Anything())),
+    # the race and sync checker on a Tensor-mode run (runtime/tensor_check.py)
+    "sync_check": opt(DictOf({"programs": attr(NAT), "instances": attr(NAT),
+                              "unsynced": attr(NAT)})),
     # pypto-run --target: the simulated timeline of the run (libpypto/sim)
     "sim": opt(DictOf({"target": attr(Text()), "cycles": attr(NAT), "us": attr(Num()),
                        "bound": attr(Text())}, open_=True)),

@@ -127,9 +127,22 @@ def _flag_for(v: Violation, uid: int) -> Flag:
     (a, _), (b, _) = v.src, v.dst
     where = placement(v.src, v.dst)
     if where[0] == "fwd":
+        loop = _slot_loop(where[1]) if v.slotted else None
+        if loop is not None:
+            return Flag(uid, "fwd", a.pipe, b.pipe, where[1], where[2], loop, loop.slots)
         return Flag(uid, "fwd", a.pipe, b.pipe, where[1], where[2])
     _, loop, after, before, d = where
     return Flag(uid, "loop", a.pipe, b.pipe, after, before, loop, d)
+
+
+def _slot_loop(node):
+    """The innermost loop around node whose body has N-buffered tiles (None if none)."""
+    node = node.parent
+    while node is not None:
+        if node.kind == "for" and node.slots > 1:
+            return node
+        node = node.parent
+    return None
 
 
 def _clean(roots, flags, scenarios) -> bool:
@@ -220,7 +233,7 @@ def _sync_op(act) -> Op:
         return Op("barrier", [], [], {"pipe": "S", "which": "ALL"}, [], _loc(f.before))
     if len(act) > 2:
         eid = f.ids + act[2]
-    elif f.kind == "loop" and f.d > 1:
+    elif f.loop is not None and f.d > 1:
         eid = E.add(f.ids, E.mod(iteration(f.loop.op), f.d))
     else:
         eid = f.ids

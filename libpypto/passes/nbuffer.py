@@ -76,8 +76,8 @@ def merge_loop(blk):
     """The op whose first region is the body of one instance: the merge loop of a merged
     block, else the block."""
     body = blk.regions[0]
-    if blk.attrs.get("merge") and len(body) == 1 and body[0].name == "for":
-        return body[0]
+    if blk.attrs.get("merge") and body and body[-1].name == "for":
+        return body[-1]                 # after the loads the instances share (hoisted)
     return blk
 
 
@@ -100,10 +100,39 @@ def _merge(blk, n: int, dim: int, target, always: bool) -> None:
         E.minimum(f, E.sub(grid[d], E.mul(g, f)))
     loop = Op("for", [], [], {"var": var, "start": 0, "stop": stop, "step": 1}, [body],
               blk.loc)
-    blk.regions[0] = [loop]
+    blk.regions[0] = _hoist_invariant(body, var) + [loop]
     grid[d] = E.cdiv(grid[d], f)
     blk.attrs["grid"] = grid
     blk.attrs["merge"] = [d, n]
+
+
+def _hoist_invariant(body: list, var: str) -> list:
+    """Take out of the merged body (edited in place) the loads every instance makes alike
+    (a weight row: offsets and extents free of the instance, from a tensor the block never
+    writes, into a tile nothing else writes), with their tiles: the ops to put before the
+    loop, so the merged instances share one copy."""
+    written = {op.operands[i] for top in body for op in top.walk()
+               for i in {"tstore": (1,), "tscatter": (0,)}.get(op.name, ())}
+    writers: dict = {}
+    for top in body:
+        for op in top.walk():
+            if op.name not in ("tile", "for", "if"):
+                for v in dests(op):
+                    writers[v] = writers.get(v, 0) + 1
+    decl = {op.result: op for op in body if op.name == "tile"}
+    out = []
+    for op in list(body):
+        if op.name != "tload" or op.operands[1] in written or op.operands[0] not in decl or \
+                writers.get(op.operands[0]) != 1:
+            continue
+        if any(var in E.free_symbols(x) for x in op.attrs["offsets"] + op.attrs["valid"]
+               if isinstance(x, E.Expr)):
+            continue
+        tile = decl[op.operands[0]]
+        body.remove(tile)
+        body.remove(op)
+        out += [tile, op]
+    return out
 
 
 def merge_factor(grid: list, d: int, n: int, cores: int):

@@ -127,8 +127,10 @@ def ancestors(node) -> list:
 
 class Flag:
     """A static flag between two pipes (see the module docstring). kind: "fwd", "loop" or
-    "barrier"; d: iterations between a loop-carried flag's set and its wait (the event ids
-    it takes)."""
+    "barrier"; d: the event ids it takes, one per iteration of `loop` modulo d: for a
+    loop-carried flag the iterations between its set and its wait, for a forward one
+    (inside a loop whose tiles are N-buffered, ordering an access to one of them) N, so
+    that a pipe running ahead into the next buffer sets another id."""
 
     __slots__ = ("uid", "kind", "P", "Q", "after", "before", "loop", "d", "ids")
 
@@ -159,17 +161,20 @@ def placement(a: tuple, b: tuple) -> tuple:
 
 
 class Violation(Exception):
-    def __init__(self, src, dst):
+    """The first unordered pair of a walk: src and dst are (node, {loop node: iteration});
+    slotted: one of the two accesses is to an N-buffered tile (its address moves)."""
+
+    def __init__(self, src, dst, slotted=False):
         super().__init__("unordered access")
-        self.src, self.dst = src, dst        # (node, {loop node: iteration})
+        self.src, self.dst, self.slotted = src, dst, slotted
 
 
 class _Rec:
-    __slots__ = ("lo", "hi", "pipe", "tick", "write", "node", "its", "seq")
+    __slots__ = ("lo", "hi", "pipe", "tick", "write", "node", "its", "seq", "moving")
 
-    def __init__(self, lo, hi, pipe, tick, write, node, its, seq):
+    def __init__(self, lo, hi, pipe, tick, write, node, its, seq, moving):
         self.lo, self.hi, self.pipe, self.tick, self.write = lo, hi, pipe, tick, write
-        self.node, self.its, self.seq = node, its, seq
+        self.node, self.its, self.seq, self.moving = node, its, seq, moving
 
 
 class Walk:
@@ -239,7 +244,7 @@ class Walk:
         if len(act) > 2:
             slot = act[2]
         else:
-            slot = self.its[f.loop] % f.d if f.kind == "loop" else 0
+            slot = self.its[f.loop] % f.d if f.loop is not None else 0
         q = self.queues.setdefault((f.uid, slot), deque())
         if what in ("set", "preset"):
             q.append(dict(self.clock(f.P)))
@@ -270,17 +275,19 @@ class Walk:
         its = dict(self.its)
         worst = None
         for key, addr, size, write in n.acc:
-            lo = addr if isinstance(addr, int) else int(E.evaluate(addr, self.env))
+            moving = not isinstance(addr, int)
+            lo = int(E.evaluate(addr, self.env)) if moving else addr
             hi = lo + size
             recs = self.recs.setdefault(key, [])
             for r in recs:
                 if r.pipe != q and (r.write or write) and r.lo < hi and lo < r.hi and \
-                        c.get(r.pipe, 0) < r.tick and (worst is None or r.seq > worst.seq):
-                    worst = r
+                        c.get(r.pipe, 0) < r.tick and (worst is None or r.seq > worst[0].seq):
+                    worst = (r, moving or r.moving)
             if worst is None:
-                self._record(recs, _Rec(lo, hi, q, tick, write, n, its, self.dyn), c)
+                self._record(recs, _Rec(lo, hi, q, tick, write, n, its, self.dyn, moving), c)
         if worst is not None:
-            raise Violation((worst.node, worst.its), (n, its))
+            r, slotted = worst
+            raise Violation((r.node, r.its), (n, its), slotted)
 
     @staticmethod
     def _record(recs, new, c) -> None:
