@@ -4,14 +4,17 @@ Two parts, one number N per block kind (vec for vector blocks, cube for cube blo
 for host blocks that hold a matmul; the reference's vec_nbuffer_setting and
 cube_nbuffer_setting):
 
-- Merge (the reference's NBufferMerge, a breadth merge of isomorphic instances): N
+- Merge (the reference's NBufferMerge, a breadth merge of isomorphic instances): f
   consecutive grid instances of a block along one grid dim (the innermost whose extent is
-  not 1, or `dim`) become one task that runs the body for instances g*N + n, n < N, in a
-  loop over n whose trip count stops at the tail: `for nb1 = 0 .. min(N, G - g1*N)` with g1
-  replaced by g1*N + nb1 in the body, and the grid dim divided by N (rounded up). It is
-  left out where the dim has fewer than two instances, or where a static grid would then
-  have fewer tasks than the target has cores of the block's kind. forward and cse see the
-  loop's body as the body of one instance (merge_loop).
+  not 1, or `dim`) become one task that runs the body for instances g*f + n, n < f, in a
+  loop over n whose trip count stops at the tail: `for nb1 = 0 .. min(N, f, G - g1*f)` with
+  g1 replaced by g1*f + nb1 in the body, and the grid dim divided by f (rounded up). f is
+  N, or 1 where merging would leave fewer tasks than the target has cores of the block's
+  kind or cost more than an eighth more waves of instances (merge_factor): a number for a
+  static grid (1: the block stays as it is), an expression of the sizes for a symbolic one,
+  so one program serves small sizes unmerged and large ones merged. The loads every
+  instance makes alike (a weight row) move before the loop. forward and cse see the loop's
+  body as the body of one instance (merge_loop).
 - Buffers: a copy-in tile declared in a loop body (a tload into UB or L1, a tgather into
   UB, a textract into L0A or L0B, and no other writer) gets `slots=N`: alloc gives it N
   places and the address of the iteration's, base + (i mod N) * size, so MTE2 (MTE1) fills
@@ -20,7 +23,9 @@ cube_nbuffer_setting):
   steps) and the merge loop, whose copy-ins are the merged instances' loads.
 
 The block records the merge (`merge=[dim, N]`); the buffers show on the tiles (`slots`)
-and, after alloc, on the block (`nbuffer`).
+and, after alloc, on the block (`nbuffer`). On the host (no pipes: a task's instructions run
+in order) both default to off ([nbuffer] in host.toml); the README says what merging
+measured there.
 """
 from __future__ import annotations
 
@@ -30,7 +35,7 @@ from ..ir.core import Document, Op, copy_doc
 from ..ir.defs import dests
 
 COPY_IN = {"tload": ("ub", "l1"), "tgather": ("ub",), "textract": ("l0a", "l0b")}
-MERGE = ("auto", "always", "never")
+MERGE = ("auto", "always", "never", "persistent")
 HOST_CORES = 8            # a host target counts this many cores (documents stay machine-free)
 
 
@@ -41,9 +46,11 @@ def nbuffer(doc: Document, *, target, vec: int = 0, cube: int = 0, enable: bool 
     vec: buffers (and instances per task) for vector blocks; 0: the target's [nbuffer] vec;
     1: off. cube: the same for cube blocks (and host blocks with a matmul). enable: false
     leaves every block as it is. dim: the grid dim to merge along (-1: the innermost whose
-    extent is not 1). merge: auto (a static grid that keeps at least as many tasks as the
-    target has cores; a symbolic grid is not merged, its size unknown), always, or never
-    (one instance per task; the loops' copy-ins are still N-buffered).
+    extent is not 1). merge: auto (N instances a task unless that leaves cores idle or
+    costs waves: decided on the sizes, at run time for a symbolic grid), always (N),
+    persistent (one wave of tasks: ceil(tasks / cores) instances each, the loads of each
+    overlapping the work of the one before), or never (one instance per task; the loops'
+    copy-ins are still N-buffered).
     """
     for name, n in (("vec", vec), ("cube", cube)):
         if n < 0:
@@ -59,7 +66,7 @@ def nbuffer(doc: Document, *, target, vec: int = 0, cube: int = 0, enable: bool 
         if n <= 1:
             continue
         if merge != "never":
-            _merge(blk, n, dim, target, merge == "always")
+            _merge(blk, n, dim, target, merge)
         _mark_slots(blk.regions[0], n)
     return doc
 
@@ -81,12 +88,18 @@ def merge_loop(blk):
     return blk
 
 
-def _merge(blk, n: int, dim: int, target, always: bool) -> None:
+def _merge(blk, n: int, dim: int, target, mode: str) -> None:
     grid = list(blk.attrs["grid"])
     d = _merge_dim(grid, dim, blk)
     if d is None or (isinstance(grid[d], int) and grid[d] < 2):
         return
-    f = n if always else merge_factor(grid, d, n, _cores(target, blk.attrs["core"]))
+    cores = _cores(target, blk.attrs["core"])
+    if mode == "always":
+        f = n
+    elif mode == "persistent":
+        f = persistent_factor(grid, cores)
+    else:
+        f = merge_factor(grid, d, n, cores)
     if f == 1:
         return
     var = _fresh(blk, f"nb{d}")
@@ -96,14 +109,24 @@ def _merge(blk, n: int, dim: int, target, always: bool) -> None:
     for top in body:
         for op in top.walk():
             op.attrs = E.substitute_attrs(op.attrs, inst)
-    stop = E.minimum(n, f, E.sub(grid[d], E.mul(g, f))) if not isinstance(f, int) else \
-        E.minimum(f, E.sub(grid[d], E.mul(g, f)))
+    left = E.sub(grid[d], E.mul(g, f))
+    # at most n (a bound the sync model sees) when f is an expression that is at most n
+    stop = E.minimum(n, f, left) if mode == "auto" and not isinstance(f, int) else \
+        E.minimum(f, left)
     loop = Op("for", [], [], {"var": var, "start": 0, "stop": stop, "step": 1}, [body],
               blk.loc)
     blk.regions[0] = _hoist_invariant(body, var) + [loop]
     grid[d] = E.cdiv(grid[d], f)
     blk.attrs["grid"] = grid
     blk.attrs["merge"] = [d, n]
+
+
+def persistent_factor(grid: list, cores: int):
+    """Instances per task for one wave of tasks: ceil(T / cores), T the grid's tasks."""
+    tasks = 1
+    for g in grid:
+        tasks = E.mul(tasks, g)
+    return E.maximum(1, E.cdiv(tasks, cores))
 
 
 def _hoist_invariant(body: list, var: str) -> list:

@@ -22,7 +22,6 @@ from collections import deque
 
 import numpy as np
 
-from ..errors import PyptoError
 from ..ir import expr as E
 from ..ir.defs import dests, sources
 from ..ir.pro_ops import SYNC_OPS
@@ -197,7 +196,3 @@ class Instance:
                 raise SyncError(f"sync_set ({key[0]} -> {key[1]}, event {key[2]}) is never "
                                 f"waited", q[0][1].loc)
 
-
-def check_error(exc: PyptoError) -> bool:
-    """Is exc the checker's (a race or an unmatched flag)?"""
-    return isinstance(exc, SyncError)
