@@ -1,6 +1,8 @@
 """Work of a task launch: the GM bytes it moves and the FLOPs it does (full tiles)."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir import expr as E
 from ..ir.core import Op
 
@@ -16,35 +18,38 @@ def trip_count(loop_attrs: dict, env: dict) -> int:
     """Iterations of a `for` region under env (raises E.UnboundSymbol when unknown)."""
     a = loop_attrs
     span = E.evaluate(a["stop"], env) - E.evaluate(a["start"], env)
-    return max(0, -(-span // E.evaluate(a["step"], env)))
+    trips = -(-span // E.evaluate(a["step"], env))
+    return max(0, trips) if isinstance(trips, int) else trips
 
 
 def task_work(prog: Op, scalars) -> tuple[int, int]:
-    """GM bytes moved and FLOPs done by a launch (full tiles, loops at their trip counts;
-    a branch counts the arm its condition takes where the program's scalars and loop
-    variables decide it, else the larger arm)."""
+    """GM bytes moved and FLOPs done by a launch (full tiles, loops at their trip counts:
+    per instance where a trip count depends on the grid index, as a merged block's loop
+    over its instances does; a branch counts the arm its condition takes where the
+    program's scalars, grid index and loop variables decide it, else the larger arm)."""
     formal = formal_scalars(prog, scalars)
     n = len(scalars)
-    b, f = _walk(prog.regions[0], 1, formal)
-    return b * n, f * n
+    env = dict(formal)
+    if n:
+        rows = np.asarray(scalars)
+        env.update({f"g{d}": rows[:, d].astype(np.int64) for d in range(prog.attrs["grid_rank"])})
+    b, f = _walk(prog.regions[0], 1, env)
+    return tuple(int(np.sum(x)) if not isinstance(x, int) else x * n for x in (b, f))
 
 
 ITERATE = 1 << 12          # loops with a branch inside are walked iteration by iteration up to
 #                            this many iterations (the branch may depend on the variable)
 
 
-def _walk(ops, mult: int, env: dict) -> tuple[int, int]:
+def _walk(ops, mult, env: dict) -> tuple:
+    """(bytes, flops) of ops run mult times; each an int, or an array per instance."""
     b = f = 0
     for op in ops:
         bb = ff = 0
         if op.name == "for":
             bb, ff = _loop(op, mult, env)
         elif op.name == "if":
-            try:
-                arms = [op.regions[0 if E.evaluate(op.attrs["cond"], env) else 1]]
-            except E.UnboundSymbol:
-                arms = op.regions
-            bb, ff = max(_walk(r, mult, env) for r in arms)
+            bb, ff = _branch(op, mult, env)
         elif op.name in ("tload", "tstore"):
             bb = mult * op.operands[0].type.nbytes
         elif op.name == "tmatmul":
@@ -57,9 +62,27 @@ def _walk(ops, mult: int, env: dict) -> tuple[int, int]:
     return b, f
 
 
-def _loop(op, mult: int, env: dict) -> tuple[int, int]:
+def _branch(op, mult, env: dict) -> tuple:
+    try:
+        cond = E.evaluate(op.attrs["cond"], env)
+    except E.UnboundSymbol:
+        (b0, f0), (b1, f1) = (_walk(r, mult, env) for r in op.regions)
+        return _larger(b0, b1), _larger(f0, f1)
+    if isinstance(cond, np.ndarray):             # per instance
+        (b0, f0), (b1, f1) = (_walk(r, mult, env) for r in op.regions)
+        return np.where(cond != 0, b0, b1), np.where(cond != 0, f0, f1)
+    return _walk(op.regions[0 if cond else 1], mult, env)
+
+
+def _larger(x, y):
+    return max(x, y) if isinstance(x, int) and isinstance(y, int) else np.maximum(x, y)
+
+
+def _loop(op, mult, env: dict) -> tuple:
     a = op.attrs
     count = trip_count(a, env)
+    if not isinstance(count, int):               # per instance
+        return _walk(op.regions[0], mult * np.maximum(count, 0), env)
     branchy = any(x.name == "if" for top in op.regions[0] for x in top.walk())
     if not branchy or count > ITERATE:
         return _walk(op.regions[0], mult * count, env)

@@ -54,9 +54,23 @@ def report(rec) -> str:
         lines.append(f"{ntasks} task{'s' if ntasks != 1 else ''} of {nprog} program"
                      f"{'s' if nprog != 1 else ''} in {took} ({how})"
                      + (f" [{sizes}]" if sizes else ""))
+    if a.get("sync_check"):
+        lines.append(sync_line(a["sync_check"]))
     if a.get("sim"):
         lines += sim_lines(a["sim"])
     return "".join(f"pypto-run: {printable(ln)}\n" for ln in lines)
+
+
+def sync_line(c: dict) -> str:
+    """What the race and sync checker saw of a Tensor-mode run (runtime/tensor_check.py)."""
+    n, i, u = c["programs"], c["instances"], c["unsynced"]
+    parts = [f"{n} program{'s' if n != 1 else ''} ({i} instance{'s' if i != 1 else ''}), no "
+             f"race"] if n else []
+    if u:
+        parts.append(f"{u} program{'s' if u != 1 else ''} without sync of "
+                     f"{'their' if u != 1 else 'its'} own (lowered without insert-sync) not "
+                     f"checked")
+    return "sync checked: " + "; ".join(parts) if n else "sync not checked: " + parts[0]
 
 
 def sim_lines(sim: dict) -> list:
@@ -101,16 +115,17 @@ def run_doc(doc, progress, inputs, single, bind, seed, outputs, threads, backend
                    seed=seed, threads=threads, verify=verify, outputs_path=outputs,
                    repeat=repeat, backend=backend, target=target,
                    **_pro_options(doc, pro or {}))
-    if pro and any(v is not None for v in pro.values()):
-        raise UsageError("--block-dim, --expect, --no-check and --dump-dir apply to Pro "
-                         "kernels")
+    check = (pro or {}).get("check")
+    if pro and any(v is not None for k, v in pro.items() if k != "check"):
+        raise UsageError("--block-dim, --expect and --dump-dir apply to Pro kernels")
     if doc.level not in ("code", "run"):
         doc = emit(doc, backend or "c", target)
     from .progress import RUN_AFTER
     progress.phase("running", RUN_AFTER)
     return run(doc, inputs=arrays, bind=parse_assignments(bind, "--bind"), seed=seed,
                threads=threads, backend=backend, verify=verify, outputs_path=outputs,
-               repeat=repeat, trust_code=trust_code, target=target)
+               repeat=repeat, trust_code=trust_code, target=target,
+               check=True if check is None else check)
 
 
 def check_levels_main(doc, arrays, bind, seed, target, levels: dict) -> None:

@@ -180,12 +180,18 @@ class _Program(MoreInstrs, RowRuns):
         (row or getattr(self, d.impl["c"]))(op)
 
     # declarations and control flow
-    def i_tile(self, op) -> None:
+    def i_tile(self, op, moving: bool = False) -> None:
+        """A tile's pointer into the arena; an N-buffered one's (plan.moving) at the top of
+        its loop's body, at the iteration's address."""
         v, t = op.result, op.result.type
-        if not self.plan.declared(v):      # views and row-local tiles: declared where used
-            return
-        self.emit(f"{t.dtype.c_type} *const {self.names[v]} = ({t.dtype.c_type} *)(B + "
-                  f"{self.plan.extent[v][0]});  /* {t} */")
+        if not self.plan.declared(v) or (v in self.plan.moving) != moving:
+            return                         # views and row-local tiles: declared where used
+        ct = t.dtype.c_type
+        where = self.plan.extent[v][0]
+        if moving:
+            base, addr = self.plan.moving[v]
+            where = f"{base} + ({self.ex(addr)})"
+        self.emit(f"{ct} *const {self.names[v]} = ({ct} *)(B + {where});  /* {t} */")
 
     def i_for(self, op) -> None:
         a = op.attrs
@@ -193,6 +199,9 @@ class _Program(MoreInstrs, RowRuns):
         v = self.syms[a["var"]] = f"v_{a['var']}"
         self.emit(f"for (int64_t {v} = {start}; {v} < {stop}; {v} += {step}) {{")
         self.depth += 1
+        for t in op.regions[0]:
+            if t.name == "tile":
+                self.i_tile(t, moving=True)
         self.units(self.plan.bodies[op])
         self.depth -= 1
         self.emit("}")

@@ -34,7 +34,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..ir import expr as E
 from ..ir import ops as O
+from ..ir.core import Op
 from ..ir.instr import dests, sources
 from .c_text import _MM_DT
 
@@ -120,6 +122,9 @@ class ProgramPlan:
     bodies: dict = field(default_factory=dict)     # `for` op -> the units of its body; `if`:
     #                                                 the units of each arm
     workspace_bytes: int = 0                       # tmatmul's packed/widened operands
+    # N-buffered tiles -> (their space's base in the arena, address expression): declared
+    # at the top of their loop's body, at the iteration's place (extent: all N places)
+    moving: dict = field(default_factory=dict)
 
     def declared(self, v) -> bool:
         """Is tile v declared at the top, at its place in the arena (not a view or a row)?"""
@@ -136,19 +141,27 @@ def arena_layout(target_buffers: dict, align: int = 64) -> tuple[dict, int]:
 
 
 def plan_program(prog, base: dict) -> ProgramPlan:
-    """Every decision about the C of one exec-level `program` op (base: arena_layout's)."""
-    body = prog.regions[0]
+    """Every decision about the C of one exec-level `program` op (base: arena_layout's).
+    Its sync instructions are left out: a task's instructions run in order on one thread,
+    which honours every flag and barrier, so a program plans the same with or without them
+    (and its C computes the same bits)."""
+    body = without_sync(prog.regions[0])
     names, extent = {}, {}
     for op in body:
         if op.name == "arg":                 # a0, a1, ... by position, whatever the file says
             names[op.result] = f"a{op.attrs['index']}"
     tiles = [op for top in body for op in top.walk() if op.name == "tile"]
+    loops = _tile_loops(body)
+    moving = {}
     for op in tiles:
         v, t = op.result, op.result.type
         names[v] = f"t{len(names)}"
-        start = base[t.space] + op.attrs.get("addr", 0)
-        extent[v] = (start, start + t.nbytes)
+        lo, hi = _span(op, loops.get(v))
+        extent[v] = (base[t.space] + lo, base[t.space] + hi)
+        if not isinstance(op.attrs.get("addr", 0), int):
+            moving[v] = (base[t.space], op.attrs["addr"])
     plan = ProgramPlan(prog, tiles, names, extent, _counts(body, sources), _counts(body, dests))
+    plan.moving = moving
     p = _Planner(plan)
     p.plan_views(body)
     p.plan_rows(body)
@@ -156,6 +169,47 @@ def plan_program(prog, base: dict) -> ProgramPlan:
     plan.workspace_bytes = max([4 * _workspace_floats(op) for op in _instrs(body)
                                 if op.name == "tmatmul" and matmul_kernel(op)] + [0])
     return plan
+
+
+def _tile_loops(body: list) -> dict:
+    """Tile declared directly in a `for` body -> that loop op."""
+    out = {}
+    for region in _regions(body):
+        for op in region:
+            if op.name == "for":
+                out.update({t.result: op for t in op.regions[0] if t.name == "tile"})
+    return out
+
+
+def _span(op, loop) -> tuple:
+    """The bytes a tile takes from its space's base: [addr, addr + size), or for an
+    N-buffered tile (its addr an expression of its loop's variable) the hull of its N
+    places, each iteration's address evaluated."""
+    addr, size = op.attrs.get("addr", 0), op.result.type.nbytes
+    if isinstance(addr, int):
+        return addr, addr + size
+    a = loop.attrs if loop is not None else {"var": "", "start": 0, "step": 1}
+    places = [int(E.evaluate(addr, {a["var"]: a["start"] + i * a["step"]}))
+              for i in range(max(1, op.attrs.get("slots", 1)))]
+    return min(places), max(places) + size
+
+
+INTRA_CORE_SYNC = ("sync_set", "sync_wait", "barrier", "mutex_lock", "mutex_unlock")
+
+
+def without_sync(ops: list) -> list:
+    """ops without the sync between one core's pipes (ir/pro_ops.py), loops and branches
+    copied with their regions likewise (the tiles and instructions are the same objects).
+    Cross-core events stay: the renderer refuses them (they need the Pro runner)."""
+    out = []
+    for op in ops:
+        if op.name in INTRA_CORE_SYNC:
+            continue
+        if op.regions:
+            op = Op(op.name, op.operands, [], op.attrs, [without_sync(r) for r in op.regions],
+                    op.loc)
+        out.append(op)
+    return out
 
 
 def matmul_kernel(op) -> bool:

@@ -33,6 +33,9 @@ RUN = {
     "compile": attr(DictOf({"cached": opt(Bool()), "seconds": opt(Num())})),
     "notice": attr(Text()),
     "environment": attr(MapOf(Ident(), Anything())),
+    # the race and sync checker on a Tensor-mode run (runtime/tensor_check.py)
+    "sync_check": opt(DictOf({"programs": attr(NAT), "instances": attr(NAT),
+                              "unsynced": attr(NAT)})),
     # pypto-run --target: the simulated timeline of the run (libpypto/sim)
     "sim": opt(DictOf({"target": attr(Text()), "cycles": attr(NAT), "us": attr(Num()),
                        "bound": attr(Text())}, open_=True)),
@@ -103,6 +106,15 @@ DOC = {
 }
 
 
+# what the block-level passes decided, kept on a block and its program for readers and for
+# the stages after them: sync (insert-sync: event ids used per pipe pair "P_Q", and
+# "barrier": pipe barriers where the ids ran out; present = the program carries its own
+# sync), nbuffer (nbuffer + alloc: per memory space [buffers asked, buffers given]),
+# merge (nbuffer: [grid dim, instances run by one task])
+BLOCK_PLAN = {"sync": opt(MapOf(Ident(), NAT)), "nbuffer": opt(MapOf(SPACE, ListOf(Int(1), 2))),
+              "merge": opt(Tuple(NAT, Int(1)))}
+
+
 def _m(name, attrs, operands=(), results=(), regions=0):
     return OpDef(name, M, operands, 0, results, regions, attrs, None, {})
 
@@ -116,10 +128,11 @@ DEFS = [
                   "tile": attr(ListOf(Int(1))), "label": opt(Text())}, regions=1),
     _m("block", {"name": attr(Ident()), "grid": attr(EXPRS), "core": attr(CORE),
                  "kernels": attr(NAMES), "ops": attr(NAMES), "buffers": opt(BUFFERS),
-                 "labels": opt(ListOf(Text()))},
+                 "labels": opt(ListOf(Text())), **BLOCK_PLAN},
        regions=1),
     _m("program", {"name": attr(Ident()), "core": attr(CORE), "grid_rank": attr(NAT),
-                   "scalars": attr(NAMES), "buffers": attr(BUFFERS), "ops": attr(NAMES)},
+                   "scalars": attr(NAMES), "buffers": attr(BUFFERS), "ops": attr(NAMES),
+                   **BLOCK_PLAN},
        regions=1),
     _m("task", {"program": attr(Ident()), "block": attr(Ident()), "grid": attr(EXPRS),
                 "scalars": attr(EXPRS), "reads": attr(ListOf(BOX)),

@@ -15,15 +15,17 @@ PASSES = {
     "forward":        ("block", "block", "libpypto.passes.forward:forward"),
     "fuse":           ("tile", "block", "libpypto.passes.fuse:fuse"),
     "gm-reuse":       ("exec", "exec", "libpypto.passes.gm_reuse:gm_reuse"),
+    "insert-sync":    ("block", "block", "libpypto.passes.insert_sync:insert_sync"),
     "l1-reuse":       ("block", "block", "libpypto.passes.l1_reuse:l1_reuse"),
     "make-exec":      ("block", "exec", "libpypto.passes.make_exec:make_exec"),
     "mix-fuse":       ("block", "block", "libpypto.passes.mix_fuse:mix_fuse"),
+    "nbuffer":        ("block", "block", "libpypto.passes.nbuffer:nbuffer"),
     "ooo-schedule":   ("block", "block", "libpypto.passes.ooo_schedule:ooo_schedule"),
     "tensor-to-tile": ("tensor", "tile", "libpypto.passes.tensor_to_tile:tensor_to_tile"),
 }
 
-DEFAULT_PIPELINE = ("fold-scale,tensor-to-tile,assign-memory,fuse,mix-fuse,l1-reuse,forward,cse,"
-                    "dce,ooo-schedule,alloc,make-exec,gm-reuse")
+DEFAULT_PIPELINE = ("fold-scale,tensor-to-tile,assign-memory,fuse,mix-fuse,l1-reuse,nbuffer,"
+                    "forward,cse,dce,ooo-schedule,alloc,insert-sync,make-exec,gm-reuse")
 
 
 def get_pass(name: str):

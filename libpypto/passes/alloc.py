@@ -4,10 +4,18 @@ Live ranges come from program order; a tile used inside a loop but live across i
 (an accumulator) stays live for the whole loop. Offsets are first-fit per space and aligned
 to the target's buffer alignment; a block that needs more than a core's buffer is an error
 that names the op and the space.
+
+An N-buffered tile (its `slots`, set by nbuffer on copy-ins declared in a loop body) takes N
+places side by side for the whole loop, and its address picks the iteration's:
+base + (i mod N) * size, i the loop's iteration number. Where the N places do not fit a
+space, that space's N-buffered tiles get fewer (N - 1, ..., 1: one is a plain tile); the
+block records per space what was asked and given (`nbuffer={l1=[2, 2], l0a=[2, 1]}`), and
+a block that fits single-buffered never fails for its buffers.
 """
 from __future__ import annotations
 
 from ..errors import CompileError
+from ..ir import expr as E
 from ..ir.core import Document, copy_doc
 from ..ir.types import TileType
 
@@ -20,14 +28,92 @@ def alloc(doc: Document, *, target) -> Document:
     for blk in doc.walk():
         if blk.name != "block":
             continue
-        offsets, peak = plan(blk.regions[0], target)
+        body = blk.regions[0]
+        asked = _slotted(body)
+        grant = _grant_slots(body, target)
+        offsets, peak = plan(body, target, grant)
         check_capacity(peak, target, blk)
-        for top in blk.regions[0]:
+        loops = _slot_loops(body)
+        for top in body:
             for op in top.walk():
                 if op.name == "tile":
-                    op.attrs["addr"] = offsets[op.result]
+                    _place_tile(op, offsets[op.result], grant, loops, target)
         blk.attrs["buffers"] = {s: peak[s] for s in sorted(peak)}
+        if asked:
+            blk.attrs["nbuffer"] = _granted(asked, grant)
     return doc
+
+
+def _granted(asked: dict, grant: dict) -> dict:
+    """Per space: [the most buffers a tile asked, the fewest one got]."""
+    out: dict = {}
+    for v, n in asked.items():
+        a, g = out.get(v.type.space, (1, n))
+        out[v.type.space] = (max(a, n), min(g, grant[v]))
+    return {s: list(out[s]) for s in sorted(out)}
+
+
+def _grant_slots(body: list, target) -> dict:
+    """N-buffered tile -> the buffers it gets: what it asks where the space fits that,
+    else the most k < N that fits (k = 1 gives up)."""
+    grant = _slotted(body)
+    most: dict = {}
+    for v, n in grant.items():
+        most[v.type.space] = max(most.get(v.type.space, 1), n)
+    for space, top in sorted(most.items()):
+        for k in range(top, 0, -1):
+            trial = {v: (min(n, k) if v.type.space == space else n) for v, n in grant.items()}
+            _, peak = plan(body, target, trial)
+            if peak.get(space, 0) <= target.buffer(space) or k == 1:
+                grant = trial
+                break
+    return grant
+
+
+def _slotted(body: list) -> dict:
+    """Tiles declared directly in a loop body with slots > 1 -> their slots (a tile that
+    asks for slots outside a loop gets one)."""
+    out = {}
+    loops = _slot_loops(body)
+    for top in body:
+        for op in top.walk():
+            if op.name == "tile" and op.attrs.get("slots", 1) > 1 and op.result in loops:
+                out[op.result] = op.attrs["slots"]
+    return out
+
+
+def _slot_loops(body: list) -> dict:
+    """Tile declared directly in a `for` body -> that loop op."""
+    out = {}
+
+    def visit(ops, loop):
+        for op in ops:
+            if op.name == "tile" and loop is not None:
+                out[op.result] = loop
+            for r in op.regions:
+                visit(r, op if op.name == "for" else None)
+    visit(body, None)
+    return out
+
+
+def iteration(loop):
+    """The iteration number of a loop's current trip, as an expression of its variable."""
+    a = loop.attrs
+    i = E.sym(a["var"])
+    if a["start"] != 0:
+        i = E.sub(i, a["start"])
+    return i if a["step"] == 1 else E.floordiv(i, a["step"])
+
+
+def _place_tile(op, base: int, grant: dict, loops: dict, target) -> None:
+    n = grant.get(op.result, 1)
+    if n <= 1:
+        op.attrs.pop("slots", None)
+        op.attrs["addr"] = base
+        return
+    op.attrs["slots"] = n
+    size = slot_bytes(op.result.type, target)
+    op.attrs["addr"] = E.add(E.mul(E.mod(iteration(loops[op.result]), n), size), base)
 
 
 def check_capacity(peak: dict, target, blk) -> None:
@@ -48,11 +134,19 @@ def buffer_align(target) -> int:
     return int(target.data.get("buffer_align", target.align))
 
 
-def live_ranges(body: list) -> dict:
-    """Tile -> (first, last) position of its uses, accumulators stretched over their loops."""
+def slot_bytes(t: TileType, target) -> int:
+    """The bytes one buffer of a tile takes (its rows padded, rounded up to the alignment)."""
+    align = buffer_align(target)
+    return -(-t.padded_nbytes(target.align) // align) * align
+
+
+def live_ranges(body: list, spans: dict | None = None) -> dict:
+    """Tile -> (first, last) position of its uses, accumulators stretched over their loops
+    (and tiles in `spans`, tile -> its loop op, over that loop)."""
     pos = 0
     ranges: dict = {}
     loops: list = []
+    where: dict = {}
 
     def visit(ops):
         nonlocal pos
@@ -69,9 +163,12 @@ def live_ranges(body: list) -> dict:
                 visit(region)
             if op.regions:
                 loops.append((start, pos))
+                where[id(op)] = (start, pos)
                 pos += 1
 
     visit(body)
+    for v, loop in (spans or {}).items():
+        ranges[v] = where.get(id(loop), ranges.get(v, (0, 0)))
     changed = True
     while changed:
         changed = False
@@ -88,18 +185,22 @@ def live_ranges(body: list) -> dict:
     return ranges
 
 
-def plan(body: list, target) -> tuple[dict, dict]:
+def plan(body: list, target, grant: dict | None = None) -> tuple[dict, dict]:
     """Offsets for every tile declared in body, and the peak bytes per memory space.
+    grant: N-buffered tile -> its buffers (each takes that many places for its loop).
 
     First fit over live ranges, tried with two orders (by start, then by start with larger
     tiles first); each space keeps the order that needs less."""
     align = buffer_align(target)
-    ranges = live_ranges(body)
+    grant = grant or {}
+    loops = _slot_loops(body) if grant else {}
+    spans = {v: loops[v] for v, n in grant.items() if n > 1 and v in loops}
+    ranges = live_ranges(body, spans)
     decls = [op.result for top in body for op in top.walk() if op.name == "tile"]
     by_space: dict = {}
     for v in decls:
         lo, hi = ranges.get(v, (0, 0))
-        size = -(-v.type.padded_nbytes(target.align) // align) * align
+        size = slot_bytes(v.type, target) * (grant.get(v, 1) if v in spans else 1)
         by_space.setdefault(v.type.space, []).append((lo, hi, size, v))
     offsets: dict = {}
     peak: dict = {}

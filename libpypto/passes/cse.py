@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from ..ir.core import Document, copy_doc
 from .footprint import access_key, blocks, grid_key, replace_uses
+from .nbuffer import merge_loop
 
 
 def cse(doc: Document, *, target) -> Document:
     """Share one tile between duplicate loads (same footprint, same tile type)."""
     doc = copy_doc(doc)
     for blk in blocks(doc):
-        blk.regions[0] = share_loads(blk.regions[0], blk.attrs["grid"])
+        inst = merge_loop(blk)          # a merged block: the body of one of its instances
+        inst.regions[0] = share_loads(inst.regions[0], blk.attrs["grid"])
     return doc
 
 

@@ -13,13 +13,15 @@ from __future__ import annotations
 from ..ir.core import Document, Op, copy_doc
 from .assign_memory import pipe_of
 from .footprint import access_key, blocks, grid_key, replace_uses
+from .nbuffer import merge_loop
 
 
 def forward(doc: Document, *, target) -> Document:
     """Forward stored tiles to later loads of the same footprint (alias, or tmov)."""
     doc = copy_doc(doc)
     for blk in blocks(doc):
-        blk.regions[0] = forward_body(blk.regions[0], blk.attrs["grid"])
+        inst = merge_loop(blk)          # a merged block: the body of one of its instances
+        inst.regions[0] = forward_body(inst.regions[0], blk.attrs["grid"])
     return doc
 
 

@@ -89,6 +89,7 @@ def _program(blk: Op) -> tuple[Op, list, list]:
     attrs = {"core": blk.attrs["core"], "scalars": [f"s{i}" for i in range(len(syms))],
              "grid_rank": len(blk.attrs["grid"]), "buffers": blk.attrs.get("buffers", {}),
              "ops": blk.attrs.get("ops", [])}
+    attrs.update({k: blk.attrs[k] for k in ("sync", "nbuffer", "merge") if k in blk.attrs})
     prog = Op("program", [], [], attrs, [args + new_body], blk.loc)
     return prog, tensors, [E.sym(s) for s in syms]
 

@@ -48,11 +48,13 @@ def load(doc: Document):
 def run_code(doc: Document, inputs: dict | None = None, bind: dict | None = None,
              seed: int = 0, threads: int | None = None, verify: bool = True,
              outputs_path: str | None = None, target=None, keep_data: bool = True,
-             repeat: int = 1, notice: str | None = None) -> Document:
+             repeat: int = 1, notice: str | None = None, check: bool = False) -> Document:
     """Run a code-level document on the host and return the run record.
 
     repeat: run it this many times (a kernel's outputs do not depend on their old content,
     so repeats give the same bits); the record keeps the last timeline and every wall time.
+    check: first walk sampled instances of the programs that carry their own sync through
+    the race and sync checker (runtime/tensor_check.py; a race is a SyncError).
     """
     from ..analysis.bind import param_roles, run_sizes
     from ..targets import host_cpus
@@ -69,6 +71,7 @@ def run_code(doc: Document, inputs: dict | None = None, bind: dict | None = None
     nthreads = threads or host_cpus()
     exe = load(doc)
     plan = exe.plan(env, arrays)
+    sync_check = _sync_check(doc, plan.exp) if check else None
     walls = []
     for _ in range(max(1, repeat)):
         timing = exe(plan, arrays, nthreads)
@@ -82,8 +85,16 @@ def run_code(doc: Document, inputs: dict | None = None, bind: dict | None = None
              "outputs": outputs, "checks": checks, "events": _events(plan, timing),
              "tasks": _tasks(plan.exp), "compile": getattr(exe, "compile_info", {}),
              "notice": notice or "", "environment": _environment(target)}
+    if sync_check is not None:
+        attrs["sync_check"] = sync_check
     return Document("run", [Op("run", [], [], attrs, [], None)], dict(doc.attrs),
                     list(doc.producer))
+
+
+def _sync_check(doc, exp) -> dict:
+    from .tensor_check import check_expansion
+    align = int((doc.attrs.get("target") or {}).get("align_bytes", 32))
+    return check_expansion(exp, align)
 
 
 def _verify(doc, arrays: dict, reference: dict, env: dict, roles: dict) -> list:

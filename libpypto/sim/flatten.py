@@ -7,15 +7,18 @@ posts and needs.
 
 Ordering within a core:
 - every pipe is an in-order queue: an instruction waits for the previous one on its pipe;
-- Tensor mode (programs without sync instructions): an instruction waits for the last
-  writer of every tile byte it reads or writes (RAW, WAW) and for the last reader on each
-  pipe of every byte it overwrites (WAR), by buffer addresses, as a correct sync insertion
-  would order them; a load from a GM tensor the instance stored to waits for that store;
-- Pro mode: only the program's own sync: the n-th sync_wait of a (set pipe, wait pipe,
-  event) waits for the n-th sync_set; mutex_lock for the last mutex_unlock of its id;
-  barrier(ALL) and sync_all drain every pipe. Cross-core events (cross_set / cross_wait,
-  sync_all) are posted and needed by key, resolved across cores by the engine with the
-  matching rules of the Pro runner (runtime/pro_exec.py).
+- a program that carries its own sync (Pro mode, and Tensor-mode programs lowered with
+  insert-sync: their `sync` attribute): only that sync: the n-th sync_wait of a (set pipe,
+  wait pipe, event) waits for the n-th sync_set; mutex_lock for the last mutex_unlock of
+  its id; barrier(ALL) and sync_all drain every pipe. Cross-core events (cross_set /
+  cross_wait, sync_all) are posted and needed by key, resolved across cores by the engine
+  with the matching rules of the Pro runner (runtime/pro_exec.py);
+- a Tensor-mode program without it (lowered without insert-sync): an instruction waits for
+  the last writer of every tile byte it reads or writes (RAW, WAW) and for the last reader
+  on each pipe of every byte it overwrites (WAR), by buffer addresses, as a correct sync
+  insertion would order them (a tile whose address is an expression, an N-buffered one,
+  counts as its whole memory space); a load from a GM tensor the instance stored to waits
+  for that store.
 """
 from __future__ import annotations
 
@@ -89,7 +92,10 @@ class Flattener:
         self.programs, self.costs, self.pro = programs, costs, pro
         self.ops = [[op for op in p.walk() if op is not p] for p in programs]
         self.index = [{id(op): i for i, op in enumerate(ops)} for ops in self.ops]
-        self.regions = [self._regions(p) for p in programs] if not pro else None
+        # which programs order themselves by their own sync (Pro, or lowered with insert-sync)
+        self.synced = [pro or "sync" in p.attrs for p in programs]
+        self.regions = [self._regions(p) if not s else {}
+                        for p, s in zip(programs, self.synced)]
         self.templates: dict = {}
         self.flags = True         # work out Tensor-mode flags (off once the record is full)
 
@@ -129,7 +135,7 @@ class Flattener:
             return
         dur, gm = t.cost(env, state.ctx)
         last = state.last[pipe]
-        if self.pro:
+        if self.synced[pi]:
             flag, xflag = state.pending[pipe], state.xpending[pipe]
             if flag or xflag:
                 state.pending[pipe], state.xpending[pipe] = [], []
@@ -206,7 +212,10 @@ class _Template:
         self.fl, self.op = fl, op
         self.pipe = PIPE_INDEX.get(op.attrs.get("pipe", "S"), S)
         self.oid = fl.index[pi][id(op)] if pi is not None else 0
-        self.sync = _SYNC.get(op.name) if fl.pro else _TENSOR_SYNC.get(op.name)
+        if pi is None:
+            self.sync = None
+        else:       # a program's own flags; else, a Tensor-mode mixed program's cross events
+            self.sync = (_SYNC if fl.synced[pi] else _TENSOR_SYNC).get(op.name)
         regions = fl.regions[pi] if fl.regions is not None and pi is not None else {}
         self.reads = [regions[id(v)][1] for v in sources(op) if id(v) in regions]
         self.writes = [regions[id(v)] for v in dests(op) if id(v) in regions]

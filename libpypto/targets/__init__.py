@@ -36,6 +36,18 @@ class Target:
     def mixed_programs(self) -> bool:
         return bool(self.data.get("mixed_programs", False))
 
+    @property
+    def event_ids(self) -> int:
+        """Intra-core flag event ids per pipe pair ([sync] event_ids; 8, the smallest budget
+        of the built-in targets, for a description without the section)."""
+        return int(self.data.get("sync", {}).get("event_ids", 8))
+
+    def nbuffer(self, kind: str) -> int:
+        """The default buffer count (and grid instances per task) of passes/nbuffer.py for
+        vector or cube blocks ([nbuffer] vec / cube; 1, off, without the section)."""
+        key = "cube" if kind == "cube" else "vec"
+        return max(1, int(self.data.get("nbuffer", {}).get(key, 1)))
+
     def buffer(self, space: str) -> int:
         return int(self.data["buffers"][space])
 

@@ -36,7 +36,7 @@ def run(
     trust_code: bool = typer.Option(False, "--trust-code", help="run a code file's C source even where it is not what pypto-emit makes of the file (hand-edited C runs as code: only for files you trust)"),
     block_dim: Optional[int] = typer.Option(None, "--block-dim", help="Pro kernel: the launch's block_dim (default 1)"),
     expect: Optional[str] = typer.Option(None, "--expect", help="Pro kernel: .npz of the expected outputs by name"),
-    check: Optional[bool] = typer.Option(None, "--check/--no-check", help="Pro kernel: run the race and sync checker (default on)"),
+    check: Optional[bool] = typer.Option(None, "--check/--no-check", help="run the race and sync checker (default on): a Pro kernel's launch, or the Tensor-mode programs' own sync (insert-sync) on sampled instances"),
     check_levels: bool = typer.Option(False, "--check-levels", help="run the tensor level and the result of every lowering pass on numpy first, and name the first level, pass and instruction that diverges"),
     dump_tensors: Optional[str] = typer.Option(None, "--dump-tensors", help="write every tensor-level value to this directory as .npy, named by order, op and line"),
     dump_dir: Optional[str] = typer.Option(None, "--dump-dir", help="Pro kernel: the directory pl.dump_data writes its .npy files to (default the current directory)"),

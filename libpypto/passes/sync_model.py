@@ -1,0 +1,348 @@
+"""The pipes of one core as insert-sync sees a block: a tree of its instructions, and walks
+of it that say which accesses no sync orders.
+
+A block's body becomes a tree of nodes: instructions (their pipe, and the bytes they read and
+write: each tile's buffer bytes at its address, a GM tensor as a whole), `for` loops and
+`if` branches with their regions, and inert nodes (tile declarations, cross-core events).
+
+A walk runs the tree as the checker runs a program (libpypto/runtime/pro_check.py): every
+pipe an in-order queue, happens-before as vector clocks, a flag's n-th wait taking the
+clock of its n-th set, a barrier joining every pipe. Loops run a representative number of
+iterations: a static trip count as it is (a long one cut to a count with the same remainder
+modulo the loop's buffer count), a symbolic one 0, 1 or U = 2N + 1 times (a scenario), a
+branch whose condition is not static either arm. An access that overlaps an earlier access
+of another pipe, one of them a write, with no happens-before between them is a violation:
+`Walk.run` reports the first one (find mode: the pass adds a flag for it) or whether there
+is none (check mode).
+
+Flags (Flag) are static: a set after one node on its pipe and a wait before another on the
+waiting pipe, in one region (forward), or around a loop's back edge (loop-carried: the wait
+in iteration i takes the set of iteration i - d, a prologue before the loop sets d times and
+an epilogue after it waits d times), or a barrier before a node where event ids ran out.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from ..errors import CompileError
+from ..ir import expr as E
+from ..ir.defs import dests, sources
+from ..ir.types import TensorType
+
+INERT = ("tile", "cross_set", "cross_wait", "mm_layout")
+MANUAL = ("sync_set", "sync_wait", "barrier", "mutex_lock", "mutex_unlock")
+GM_WRITES = {"tstore": (1,), "tscatter": (0,)}
+
+
+class Node:
+    """One op of the block as the model sees it."""
+
+    __slots__ = ("op", "kind", "pipe", "acc", "regions", "parent", "arm", "slots", "seq",
+                 "first", "last")
+
+    def __init__(self, op, kind, parent, arm):
+        self.op, self.kind, self.parent, self.arm = op, kind, parent, arm
+        self.pipe, self.acc, self.regions, self.slots = None, [], [], 1
+        self.seq = self.first = self.last = 0
+
+    def __repr__(self) -> str:
+        return f"Node({self.op.name}@{self.seq})"
+
+
+def build(body: list, align: int) -> list:
+    """The tree of a block's body (a list of top-level nodes), numbered in program order
+    (node.first / node.last: the positions of its start and end, for event-id lifetimes)."""
+    tiles: dict = {}
+    roots = _region(body, None, 0, align, tiles)
+    count = [0]
+
+    def number(nodes):
+        for n in nodes:
+            n.first = count[0]
+            count[0] += 1
+            n.seq = n.first
+            for r in n.regions:
+                number(r)
+            n.last = count[0]
+            count[0] += 1
+    number(roots)
+    return roots
+
+
+def _region(ops, parent, arm, align, tiles) -> list:
+    out = []
+    for op in ops:
+        n = op.name
+        if n == "for":
+            node = Node(op, "for", parent, arm)
+            node.regions = [_region(op.regions[0], node, 0, align, tiles)]
+            node.slots = max([t.attrs.get("slots", 1) for t in op.regions[0]
+                              if t.name == "tile"] + [1])
+        elif n == "if":
+            node = Node(op, "if", parent, arm)
+            node.regions = [_region(r, node, i, align, tiles) for i, r in enumerate(op.regions)]
+        elif n == "sync_all":
+            node = Node(op, "drain", parent, arm)
+        elif n in INERT:
+            node = Node(op, "inert", parent, arm)
+            if n == "tile":
+                tiles[op.result] = op
+        elif n in MANUAL:
+            raise CompileError(f"insert-sync: the block already has {n}", op.loc)
+        else:
+            node = Node(op, "instr", parent, arm)
+            node.pipe = op.attrs.get("pipe", "S")
+            node.acc = _accesses(op, align, tiles)
+        out.append(node)
+    return out
+
+
+def _accesses(op, align: int, tiles: dict) -> list:
+    """(key, address expression or None, bytes, write) of every operand an instruction
+    touches: tiles by their buffer bytes, GM tensors whole."""
+    out = []
+    writes = {id(v) for v in dests(op)}
+    for v in dests(op) + [s for s in sources(op) if id(s) not in writes]:
+        decl = tiles.get(v)
+        if decl is None or "addr" not in decl.attrs:
+            raise CompileError("insert-sync needs tile addresses: run it after alloc",
+                               op.loc)
+        t = v.type
+        out.append((("tile", t.space), decl.attrs["addr"], t.padded_nbytes(align),
+                    id(v) in writes))
+    gm_w = GM_WRITES.get(op.name, ())
+    for i, v in enumerate(op.operands):
+        if isinstance(v.type, TensorType):
+            out.append((("gm", id(v)), 0, 1, i in gm_w))
+    return out
+
+
+def ancestors(node) -> list:
+    chain = []
+    while node is not None:
+        chain.append(node)
+        node = node.parent
+    return chain[::-1]
+
+
+class Flag:
+    """A static flag between two pipes (see the module docstring). kind: "fwd", "loop" or
+    "barrier"; d: the event ids it takes, one per iteration of `loop` modulo d: for a
+    loop-carried flag the iterations between its set and its wait, for a forward one
+    (inside a loop whose tiles are N-buffered, ordering an access to one of them) N, so
+    that a pipe running ahead into the next buffer sets another id."""
+
+    __slots__ = ("uid", "kind", "P", "Q", "after", "before", "loop", "d", "ids")
+
+    def __init__(self, uid, kind, P, Q, after, before, loop=None, d=1):
+        self.uid, self.kind, self.P, self.Q = uid, kind, P, Q
+        self.after, self.before, self.loop, self.d = after, before, loop, d
+        self.ids = None
+
+    def key(self) -> tuple:
+        return (self.kind, self.P, self.Q, id(self.after), id(self.before), id(self.loop),
+                self.d)
+
+
+def placement(a: tuple, b: tuple) -> tuple:
+    """Where a flag ordering dynamic access a (node, iterations) before b goes:
+    ("fwd", set after, wait before) in the innermost region both run in the same instance
+    of, or ("loop", loop, set after, wait before, d) across that loop's iterations."""
+    (na, ita), (nb, itb) = a, b
+    ca, cb = ancestors(na), ancestors(nb)
+    for k in range(min(len(ca), len(cb))):
+        x, y = ca[k], cb[k]
+        if x is not y:
+            return ("fwd", x, y)
+        if x.kind == "for" and ita[x] != itb[x]:
+            return ("loop", x, ca[k + 1], cb[k + 1], itb[x] - ita[x])
+    raise CompileError(f"insert-sync: cannot place a flag between {na.op.name} and "
+                       f"{nb.op.name}", nb.op.loc)
+
+
+class Violation(Exception):
+    """The first unordered pair of a walk: src and dst are (node, {loop node: iteration});
+    slotted: one of the two accesses is to an N-buffered tile (its address moves)."""
+
+    def __init__(self, src, dst, slotted=False):
+        super().__init__("unordered access")
+        self.src, self.dst, self.slotted = src, dst, slotted
+
+
+class _Rec:
+    __slots__ = ("lo", "hi", "pipe", "tick", "write", "node", "its", "seq", "moving")
+
+    def __init__(self, lo, hi, pipe, tick, write, node, its, seq, moving):
+        self.lo, self.hi, self.pipe, self.tick, self.write = lo, hi, pipe, tick, write
+        self.node, self.its, self.seq, self.moving = node, its, seq, moving
+
+
+class Walk:
+    """One walk of the tree under a scenario (trips: "U", 1 or 0 for symbolic loops; arm:
+    the arm of branches whose condition is not static) with the flags given."""
+
+    def __init__(self, roots, flags, scenario):
+        self.roots, self.trips, self.arm = roots, scenario[0], scenario[1]
+        self.pre, self.post = anchors(flags)
+        self.clk: dict = {}
+        self.floor: dict = {}        # what every pipe knows after the last barrier
+        self.recs: dict = {}
+        self.queues: dict = {}
+        self.its: dict = {}          # loop node -> current iteration
+        self.env: dict = {}
+        self.dyn = 0
+
+    def run(self) -> None:
+        """Walk; raise Violation at the first unordered access."""
+        self.region(self.roots)
+
+    def region(self, nodes) -> None:
+        for n in nodes:
+            for act in self.pre.get(id(n), ()):
+                self.act(act)
+            if n.kind == "instr":
+                self.instr(n)
+            elif n.kind == "for":
+                self.loop(n)
+            elif n.kind == "if":
+                self.branch(n)
+            elif n.kind == "drain":
+                self.barrier()
+            for act in self.post.get(id(n), ()):
+                self.act(act)
+
+    def loop(self, n) -> None:
+        a = n.op.attrs
+        start, step = a["start"], a["step"]
+        for i in range(trip_count(n, self.trips)):
+            self.its[n] = i
+            self.env[a["var"]] = start + i * step if isinstance(start, int) and \
+                isinstance(step, int) else i
+            self.region(n.regions[0])
+        self.its.pop(n, None)
+        self.env.pop(a["var"], None)
+
+    def branch(self, n) -> None:
+        cond = n.op.attrs["cond"]
+        try:
+            arm = 0 if E.evaluate(cond, self.env) else 1
+        except E.UnboundSymbol:
+            arm = self.arm
+        self.region(n.regions[arm])
+
+    def clock(self, pipe) -> dict:
+        c = self.clk.get(pipe)
+        if c is None:
+            c = self.clk[pipe] = dict(self.floor)
+        return c
+
+    def act(self, act) -> None:
+        what, f = act[0], act[1]
+        if what == "barrier":
+            self.barrier()
+            return
+        if len(act) > 2:
+            slot = act[2]
+        else:
+            slot = self.its[f.loop] % f.d if f.loop is not None else 0
+        q = self.queues.setdefault((f.uid, slot), deque())
+        if what in ("set", "preset"):
+            q.append(dict(self.clock(f.P)))
+            return
+        if not q:
+            raise CompileError(f"insert-sync: a wait ({f.P} -> {f.Q}) with no set: an "
+                               f"internal error", f.before.op.loc)
+        c = self.clock(f.Q)
+        for k, v in q.popleft().items():
+            if c.get(k, 0) < v:
+                c[k] = v
+
+    def barrier(self) -> None:
+        joined: dict = {}
+        for c in self.clk.values():
+            for k, v in c.items():
+                if joined.get(k, 0) < v:
+                    joined[k] = v
+        self.floor = joined
+        for p in list(self.clk):
+            self.clk[p] = dict(joined)
+
+    def instr(self, n) -> None:
+        q = n.pipe
+        c = self.clock(q)
+        c[q] = tick = c.get(q, 0) + 1
+        self.dyn += 1
+        its = dict(self.its)
+        worst = None
+        for key, addr, size, write in n.acc:
+            moving = not isinstance(addr, int)
+            lo = int(E.evaluate(addr, self.env)) if moving else addr
+            hi = lo + size
+            recs = self.recs.setdefault(key, [])
+            for r in recs:
+                if r.pipe != q and (r.write or write) and r.lo < hi and lo < r.hi and \
+                        c.get(r.pipe, 0) < r.tick and (worst is None or r.seq > worst[0].seq):
+                    worst = (r, moving or r.moving)
+            if worst is None:
+                self._record(recs, _Rec(lo, hi, q, tick, write, n, its, self.dyn, moving), c)
+        if worst is not None:
+            r, slotted = worst
+            raise Violation((r.node, r.its), (n, its), slotted)
+
+    @staticmethod
+    def _record(recs, new, c) -> None:
+        keep = []
+        for r in recs:
+            covered = new.lo <= r.lo and r.hi <= new.hi
+            if new.write and covered and (r.pipe == new.pipe or c.get(r.pipe, 0) >= r.tick):
+                continue
+            if not new.write and not r.write and covered and r.pipe == new.pipe:
+                continue
+            keep.append(r)
+        keep.append(new)
+        recs[:] = keep
+
+
+def anchors(flags) -> tuple:
+    """The actions of the flags at the nodes they are anchored to (node id -> actions), in
+    the order insert-sync emits them, sets as early and waits as late as they can be:
+    before a node its barriers, then (a loop) its prologue sets, then waits; after a node
+    its sets, then (a loop) its epilogue waits; flags in the order they were made."""
+    pre: dict = {}
+    post: dict = {}
+
+    def put(table, node, order, f, action):
+        table.setdefault(id(node), []).append(((order, f.uid, action[-1] if len(action) > 2
+                                                 else 0), action))
+    for f in flags:
+        if f.kind == "barrier":
+            put(pre, f.before, 0, f, ("barrier", f))
+            continue
+        put(pre, f.before, 2, f, ("wait", f))
+        put(post, f.after, 0, f, ("set", f))
+        if f.kind == "loop":
+            for s in range(f.d):
+                put(pre, f.loop, 1, f, ("preset", f, s))
+                put(post, f.loop, 1, f, ("drain", f, s))
+    for table in (pre, post):
+        for k, v in table.items():
+            table[k] = [a for _, a in sorted(v, key=lambda t: t[0])]
+    return pre, post
+
+
+def trip_count(n, trips) -> int:
+    """The iterations a walk runs loop node n for (see the module docstring)."""
+    a = n.op.attrs
+    start, stop, step = a["start"], a["stop"], a["step"]
+    period = max(1, n.slots)
+    if all(isinstance(x, int) for x in (start, stop, step)):
+        t = max(0, -(-(stop - start) // step))
+        cap = 2 * period + 2
+        return t if t <= cap else cap - ((cap - t) % period)
+    most = None
+    if isinstance(start, int) and isinstance(step, int) and step > 0:
+        hi = E.bounds(stop, {})[1]
+        if hi is not None:
+            most = max(0, -(-(hi - start) // step))
+    want = 2 * period + 1 if trips == "U" else trips
+    return want if most is None else min(want, most)

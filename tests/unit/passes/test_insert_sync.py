@@ -1,0 +1,186 @@
+"""insert-sync and the checker on Tensor-mode programs: every example's lowered programs (a2
+and the 950; the host's run through the checker in test_examples.py) carry their own sync
+and the race and sync checker (runtime/tensor_check.py over runtime/pro_check.py) accepts
+them; with any one inserted sync op dropped, or every op of one flag (pipe pair and event
+id), the checker refuses them. The sizes of the dropping cases make every loop, merged
+instance and buffer slot run at least twice, so that every flag orders something."""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import pathlib
+import warnings
+
+import pytest
+
+from libpypto import driver
+from libpypto.analysis import bind as B
+from libpypto.analysis.expand import expand
+from libpypto.ir import expr as E
+from libpypto.ir.core import copy_doc
+from libpypto.runtime import executable
+from libpypto.runtime.pro_check import SyncError
+from libpypto.runtime.tensor_check import check_expansion
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
+MODELS = sorted(p.stem for p in (ROOT / "examples" / "models").glob("*.py"))
+FAST = {"softmax", "matmul", "flash_attention", "rmsnorm"}        # in make check
+SYNC = ("sync_set", "sync_wait", "barrier")
+
+
+def example(name: str) -> dict:
+    spec = importlib.util.spec_from_file_location(f"isx_{name}", ROOT / "examples" / f"{name}.py")
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m.EXAMPLE
+
+
+def lowered(path: pathlib.Path, target: str, consts=None):
+    return driver.lower(driver.trace(str(path), consts=consts), target=target)
+
+
+def programs(doc) -> list:
+    return [op for op in doc.body if op.name == "program"]
+
+
+def check(doc, env: dict, data: dict | None = None) -> dict:
+    return check_expansion(expand(doc, env, data), driver.target_for(doc).align)
+
+
+@pytest.mark.parametrize("target", ["a2", "950"])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n in FAST else pytest.mark.slow)
+                                  for n in EXAMPLES])
+def test_every_example_carries_sync_the_checker_accepts(name, target):
+    ex = example(name)
+    doc = lowered(ROOT / "examples" / f"{name}.py", target, ex.get("const"))
+    assert all("sync" in p.attrs for p in programs(doc))
+    got = check(doc, B.bind(doc, {}, ex["bind"]))
+    assert got["unsynced"] == 0 and got["programs"] >= 1 and got["instances"] >= 1
+
+
+def _model_runs(name: str):
+    """(traced document, sizes, data read at run time) of every kernel call a model
+    example's check() made."""
+    spec = importlib.util.spec_from_file_location(f"ism_{name}",
+                                                  ROOT / "examples" / "models" / f"{name}.py")
+    m = importlib.util.module_from_spec(spec)
+    seen = {}                       # content digest -> array the JIT planned from
+
+    def recording(doc, env, data=None):
+        for a in (data or {}).values():
+            seen[hashlib.blake2b(a.tobytes()).digest()] = a
+        return expand(doc, env, data)
+
+    with warnings.catch_warnings(), pytest.MonkeyPatch.context() as mp:
+        warnings.simplefilter("ignore")
+        mp.setattr(executable, "expand", recording)
+        spec.loader.exec_module(m)
+        m.check("numpy")
+    for k in vars(m).values():
+        for comp in getattr(k, "_cache", {}).values():
+            for doc, exe in comp.versions.values():
+                for key in exe.plans:
+                    env = dict(kv for kv in key if isinstance(kv[1], int))
+                    data = {kv[0]: seen[kv[2]] for kv in key if len(kv) == 3}
+                    yield comp.source, env, data or None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MODELS)
+def test_model_examples_carry_sync_the_checker_accepts(name):
+    runs = list(_model_runs(name))
+    assert runs
+    for source, env, data in runs:
+        for target in ("host", "a2", "950"):
+            doc = driver.lower(source, target=target)
+            got = check(doc, env, data)
+            assert got["unsynced"] == 0 and got["programs"] >= 1
+
+
+def _without(ops: list, drop) -> list:
+    out = []
+    for op in ops:
+        if drop(op):
+            continue
+        op.regions = [_without(r, drop) for r in op.regions]
+        out.append(op)
+    return out
+
+
+def _flag(op) -> tuple:
+    """A sync op's flag: (set pipe, wait pipe, event id), or ("barrier",)."""
+    a = op.attrs
+    if op.name == "barrier":
+        return ("barrier",)
+    e = a["event_id"] if isinstance(a["event_id"], int) else E.to_str(a["event_id"])
+    return (a["pipe"], a["wait_pipe"], e) if op.name == "sync_set" else \
+        (a["set_pipe"], a["pipe"], e)
+
+
+def _refused(exp, prog, body, align) -> bool:
+    keep = prog.regions[0]
+    prog.regions[0] = body
+    try:
+        check_expansion(exp, align)
+        return False
+    except SyncError:
+        return True
+    finally:
+        prog.regions[0] = keep
+
+
+DROPS = [("examples/softmax.py", "a2", {"x_0": 1525}),          # merged by 2, a tail
+         ("examples/rmsnorm.py", "a2", {"T": 4096}),
+         ("examples/matmul.py", "a2", {"M": 12288}),             # merged, L1 in 2 buffers
+         ("examples/flash_attention.py", "950", {"S": 256}),
+         ("examples/layernorm.py", "a2", {"T": 3067}),           # merged: 192 row blocks
+         ("bench/sim/gemm.py", "a3", {"M": 3072, "N": 3072, "K": 1024})]
+
+
+@pytest.mark.parametrize("path,target,bind", DROPS, ids=[f"{p.split('/')[-1]}-{t}"
+                                                         for p, t, _ in DROPS])
+def test_dropping_any_inserted_sync_is_caught(path, target, bind):
+    doc = lowered(ROOT / path, target)
+    env = B.bind(doc, {}, bind)
+    exp = expand(doc, env)
+    align = driver.target_for(doc).align
+    assert check_expansion(exp, align)["unsynced"] == 0
+    dropped = 0
+    for prog in exp.programs:
+        ops = [op for top in prog.regions[0] for op in top.walk() if op.name in SYNC]
+        for one in ops:
+            body = _without(copy_doc_body(prog), lambda op, one=one: op.attrs is one.attrs)
+            assert _refused(exp, prog, body, align), f"{prog.attrs['name']}: {one}"
+            dropped += 1
+        for flag in sorted({_flag(op) for op in ops}, key=str):
+            body = _without(copy_doc_body(prog), lambda op, f=flag: op.name in SYNC and
+                            _flag(op) == f)
+            assert _refused(exp, prog, body, align), f"{prog.attrs['name']}: flag {flag}"
+    assert dropped > 0
+
+
+def copy_doc_body(prog) -> list:
+    """A copy of a program's body whose ops share their attribute dicts with the original
+    (so an op of the original picks out its copy)."""
+    from libpypto.ir.core import Op
+
+    def clone(ops):
+        return [Op(op.name, op.operands, op.results, op.attrs, [clone(r) for r in op.regions],
+                   op.loc) for op in ops]
+    return clone(prog.regions[0])
+
+
+def test_insert_sync_is_idempotent_and_skips_hand_synced_blocks():
+    src = driver.trace(str(ROOT / "examples" / "softmax.py"))
+    once = driver.lower(src, "tensor-to-tile,assign-memory,fuse,alloc,insert-sync",
+                        target="a2")
+    twice = driver.lower(copy_doc(once), "insert-sync", target="a2")
+    text = driver.dump_ir(once, text=True)
+    assert driver.dump_ir(twice, text=True) == text
+    blk = next(op for op in once.walk() if op.name == "block")
+    del blk.attrs["sync"]                      # hand-synced now: its flags stay as they are
+    again = driver.lower(once, "insert-sync", target="a2")
+    blk2 = next(op for op in again.walk() if op.name == "block")
+    assert "sync" not in blk2.attrs
+    assert sum(op.name in SYNC for op in blk2.walk()) == sum(op.name in SYNC for op in blk.walk())
