@@ -73,7 +73,8 @@ def test_pipeline_text_round_trips():
 
 @pytest.mark.parametrize("text, message", [
     ("tensor2tile", "unknown pass 'tensor2tile' (known: alloc, assign-memory, cse, dce, "
-                    "fold-scale, forward, fuse, make-exec, mix-fuse, tensor-to-tile)"),
+                    "fold-scale, forward, fuse, gm-reuse, insert-sync, l1-reuse, make-exec, "
+                    "mix-fuse, nbuffer, ooo-schedule, tensor-to-tile)"),
     ("fuse{enable=false", "pipeline: unclosed '{' after 'fuse'"),
     ("fuse{fuse=false}", "pass 'fuse' has no option 'fuse' (options: enable, max-kernels"),
     ("alloc{x=1}", "pass 'alloc' has no option 'x' (options: none)"),
@@ -90,13 +91,16 @@ def test_parse_pipeline_errors(text, message):
 
 # -- default pipelines per level ------------------------------------------------------------
 
+BLOCK = ["mix-fuse", "l1-reuse", "nbuffer", "forward", "cse", "dce", "ooo-schedule", "alloc",
+         "insert-sync"]
+
+
 @pytest.mark.parametrize("level, want", [
-    ("tensor", ["fold-scale", "tensor-to-tile", "assign-memory", "fuse", "mix-fuse", "forward",
-                "cse", "dce", "alloc", "make-exec"]),
-    ("tile", ["assign-memory", "fuse", "mix-fuse", "forward", "cse", "dce", "alloc",
-              "make-exec"]),
-    ("block", ["mix-fuse", "forward", "cse", "dce", "alloc", "make-exec"]),
-    ("exec", []),
+    ("tensor", ["fold-scale", "tensor-to-tile", "assign-memory", "fuse"] + BLOCK
+     + ["make-exec", "gm-reuse"]),
+    ("tile", ["assign-memory", "fuse"] + BLOCK + ["make-exec", "gm-reuse"]),
+    ("block", BLOCK + ["make-exec", "gm-reuse"]),
+    ("exec", ["gm-reuse"]),
 ])
 def test_default_pipeline_from_each_level(level, want):
     assert names(default_pipeline(level, "exec")) == want
@@ -106,10 +110,8 @@ def test_default_pipeline_to_intermediate_levels():
     assert names(default_pipeline("tensor", "tile")) == ["fold-scale", "tensor-to-tile",
                                                          "assign-memory"]
     assert names(default_pipeline("tensor", "block")) == ["fold-scale", "tensor-to-tile",
-                                                          "assign-memory", "fuse", "mix-fuse",
-                                                          "forward", "cse", "dce", "alloc"]
-    assert names(default_pipeline("tile", "block")) == ["assign-memory", "fuse", "mix-fuse",
-                                                        "forward", "cse", "dce", "alloc"]
+                                                          "assign-memory", "fuse"] + BLOCK
+    assert names(default_pipeline("tile", "block")) == ["assign-memory", "fuse"] + BLOCK
 
 
 # -- running ------------------------------------------------------------------------------
