@@ -31,7 +31,7 @@ CFLAGS = ["-O2", "-fPIC", "-shared", "-std=gnu11", "-ffp-contract=off", "-fno-fa
           "-fno-strict-aliasing"]
 TRAILER = b"\n#pypto-native "
 _loaded: dict = {}
-_warned: set = set()
+_warned: list = []
 
 
 def load(name: str, source: str):
@@ -53,9 +53,9 @@ def load(name: str, source: str):
 
 
 def _without(name: str, why: str):
-    if name not in _warned:
-        _warned.add(name)
-        warn(f"the {name} runs in Python, slower ({why})")
+    if not _warned:             # once per process, whichever helper asks first
+        _warned.append(name)
+        warn(f"the simulator and the scheduler run in Python, slower ({why})")
     return None
 
 

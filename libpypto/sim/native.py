@@ -238,14 +238,12 @@ def run_waves(costs, kinds: list, npipes: int, streams: list, members: list, slo
     once cluster c - slots has finished: (Result, start and end of each cluster)."""
     lib = _load()
     pk = _Packed(streams)
-    rows = [_stream_keys(st) for st in streams]
-    flat = [r for rr in rows for r in rr]
-    width = max((len(r) for r in flat), default=1)
-    mat = np.array([r + [0] * (width - len(r)) for r in flat], np.int64).reshape(-1, width)
-    key_ids = intern(mat) if len(flat) else np.zeros(0, np.int64)
+    ids: dict = {}          # the streams' own L2 keys (any hashable) -> ids
+    key_ids = np.array([-1 if g[0] is None else ids.setdefault(g[0], len(ids))
+                        for st in streams for g in st.gm if g is not None], np.int64)
     kb = np.zeros(len(streams) + 1, np.int64)
-    kb[1:] = np.cumsum([len(r) for r in rows])
-    nkeys = int(key_ids.max()) + 1 if key_ids.size else 0
+    kb[1:] = np.cumsum([sum(g is not None for g in st.gm) for st in streams])
+    nkeys = len(ids)
     total = int(pk.tpl_off[-1])
     s, out, keep = _machine(costs, len(kinds), npipes, pk, key_ids, nkeys, max_events, total,
                             int(pk.nflags.sum()))
@@ -262,19 +260,3 @@ def run_waves(costs, kinds: list, npipes: int, streams: list, members: list, slo
         raise MemoryError("simulator: out of memory")
     del keep
     return Result(out, len(kinds), npipes), c_t0, c_end
-
-
-def _stream_keys(st) -> list:
-    """The key rows of a stream's GM instructions (flatten.py's (tensor, offsets, shape)
-    tuples, or None), as lists of ints."""
-    out = []
-    for g in st.gm:
-        if g is None:
-            continue
-        key = g[0]
-        if key is None:
-            out.append([-1])
-        else:
-            tensor, offs, shape = key
-            out.append([tensor, len(offs), len(shape), *offs, *shape])
-    return out
