@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 from importlib import resources
+from itertools import chain
 
 import numpy as np
 
@@ -90,9 +91,10 @@ def intern(rows: np.ndarray) -> np.ndarray:
 
 def _csr(lists: list, dtype) -> tuple:
     """Lists (None for empty) as CSR arrays (offsets, values)."""
+    lens = np.fromiter((len(x) if x else 0 for x in lists), np.int64, len(lists))
     off = np.zeros(len(lists) + 1, np.int64)
-    off[1:] = np.cumsum([len(x) if x else 0 for x in lists])
-    flat = np.fromiter((v for x in lists if x for v in x), dtype, int(off[-1]))
+    np.cumsum(lens, out=off[1:])
+    flat = np.fromiter(chain.from_iterable(x for x in lists if x), dtype, int(off[-1]))
     return off, flat
 
 
@@ -101,44 +103,38 @@ class _Packed:
 
     def __init__(self, streams: list):
         self.xids: dict = {}
+        lens = [len(st) for st in streams]
         self.tpl_off = np.zeros(len(streams) + 1, np.int64)
-        self.tpl_off[1:] = np.cumsum([len(st) for st in streams])
+        self.tpl_off[1:] = np.cumsum(lens)
+        n = int(self.tpl_off[-1])
         self.tpl_prog = np.array([st.prog for st in streams], np.int32)
-        pipe, dur, gm, op, npred, succ, flag, xflag, post, need, gslot = \
-            ([] for _ in range(11))
+        col = lambda name: list(chain.from_iterable(getattr(st, name) for st in streams))  # noqa
+        self.pipe = np.array(col("pipe"), np.int32).reshape(n)
+        self.dur = np.array(col("dur"), np.float64).reshape(n)
+        self.op = np.array(col("op"), np.int32).reshape(n)
+        gm = col("gm")
+        self.nbytes = np.array([g[1] if g else 0 for g in gm], np.float64).reshape(n)
+        self.rate = np.array([g[2] if g else 0 for g in gm], np.float64).reshape(n)
+        self.store = np.array([bool(g and g[3]) for g in gm], np.int8).reshape(n)
+        is_gm = np.array([g is not None for g in gm], bool).reshape(n)
+        seen = np.cumsum(is_gm) - is_gm                  # GM instructions before, overall
+        first = np.concatenate([[0], np.cumsum(is_gm)])[self.tpl_off[:-1]]
+        base = np.repeat(first, lens) if n else np.zeros(0, np.int64)
+        self.gslot = np.where(is_gm, seen - base, -1).astype(np.int32)
+        pred_off, pred = _csr(col("preds"), np.int64)
+        self.npred = np.diff(pred_off).astype(np.int32)
+        start = np.repeat(self.tpl_off[:-1], lens) if n else np.zeros(0, np.int64)
+        src = pred + np.repeat(start, self.npred)         # global index of each predecessor
+        dst = np.repeat(np.arange(n, dtype=np.int64), self.npred)
+        order = np.argsort(src, kind="stable")
+        self.succ = np.ascontiguousarray((dst - np.repeat(start, self.npred))[order], np.int32)
+        self.succ_off = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(src, minlength=n), out=self.succ_off[1:])
+        self.flag_off, self.flag = _csr(col("flag"), np.int32)
         x = self._x
-        for st in streams:
-            pipe += st.pipe
-            dur += st.dur
-            gm += st.gm
-            op += st.op
-            npred += [len(p) for p in st.preds]
-            local: list = [[] for _ in range(len(st))]
-            for i, ps in enumerate(st.preds):
-                for j in ps:
-                    local[j].append(i)
-            succ += local
-            flag += st.flag
-            xflag += [x(k) for k in st.xflag]
-            post += [x(k) for k in st.post]
-            need += [x(k) for k in st.need]
-            k = 0
-            for g in st.gm:
-                gslot.append(-1 if g is None else k)
-                k += g is not None
-        self.pipe = np.array(pipe, np.int32)
-        self.dur = np.array(dur, np.float64)
-        self.op = np.array(op, np.int32)
-        self.npred = np.array(npred, np.int32)
-        self.gslot = np.array(gslot, np.int32)
-        self.nbytes = np.array([g[1] if g else 0 for g in gm], np.float64)
-        self.rate = np.array([g[2] if g else 0 for g in gm], np.float64)
-        self.store = np.array([bool(g and g[3]) for g in gm], np.int8)
-        self.succ_off, self.succ = _csr(succ, np.int32)
-        self.flag_off, self.flag = _csr(flag, np.int32)
-        self.xflag_off, self.xflag = _csr(xflag, np.int64)
-        self.post_off, self.post = _csr(post, np.int64)
-        self.need_off, self.need = _csr(need, np.int64)
+        self.xflag_off, self.xflag = _csr([x(k) for k in col("xflag")], np.int64)
+        self.post_off, self.post = _csr([x(k) for k in col("post")], np.int64)
+        self.need_off, self.need = _csr([x(k) for k in col("need")], np.int64)
         self.nflags = np.diff(self.flag_off) + np.diff(self.xflag_off)
 
     def _x(self, keys):
