@@ -52,6 +52,21 @@ def load(name: str, source: str):
     return lib if lib is not None else _without(name, why)
 
 
+class no_gc:
+    """No cyclic garbage collection inside this block: building millions of small acyclic
+    lists (a record's rows) otherwise wakes the collector again and again to walk them."""
+
+    def __enter__(self):
+        import gc
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        import gc
+        if self.was:
+            gc.enable()
+
+
 def _without(name: str, why: str):
     if not _warned:             # once per process, whichever helper asks first
         _warned.append(name)

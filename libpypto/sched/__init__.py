@@ -37,6 +37,7 @@ from ..analysis.work import formal_scalars
 from ..errors import UsageError
 from ..ir.core import Document, Op, copy_doc
 from ..targets.costs import program_cost, schedule_costs
+from ..analysis.native import no_gc
 from . import native
 
 CORE_KINDS = {"vector": ("vector", "mixed"), "cube": ("cube", "mixed"), "mixed": ("mixed",)}
@@ -131,7 +132,7 @@ def _place(doc, tasks, programs, target, env, lanes, attrs) -> None:
     task_l = np.array([lc.task for lc in exp.launches] or [0], np.int64)
     first = np.array([lc.first for lc in exp.launches] or [0], np.int64)[lo]
     task_of = task_l[lo]
-    with _no_gc():
+    with no_gc():
         attrs["instances"] = list(map(list, zip(
             task_of.tolist(), (np.arange(exp.n, dtype=np.int64) - first).tolist(),
             core.tolist(), round3(start * us), round3(end * us))))
@@ -169,21 +170,6 @@ def _timeline(exp, dur, kind_l, lanes, gmb, alone, hbm, cores, nbytes) -> tuple:
     start, end, core = place(d, exp.preds, kind, lanes, gm, hbm)
     b = bounds(d, exp.preds, kind, cores, nbytes, hbm)
     return np.array(start), np.array(end), np.array(core, np.int64), b
-
-
-class _no_gc:
-    """No cyclic garbage collection while millions of acyclic lists are made (it would
-    walk them again and again)."""
-
-    def __enter__(self):
-        import gc
-        self.was = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc):
-        import gc
-        if self.was:
-            gc.enable()
 
 
 def round3(x) -> list:

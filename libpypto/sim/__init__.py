@@ -45,6 +45,7 @@ import os
 from ..errors import UsageError
 from ..targets.costs import PIPES, Costs
 from . import classes, native
+from ..analysis.native import no_gc
 from .engine import MAX_EVENTS, Engine
 from .flatten import Context, Flattener
 
@@ -82,11 +83,12 @@ def simulate(doc, target, env: dict, data: dict | None = None,
         raise UsageError(f"simulator engine {engine!r}: expected one of {', '.join(ENGINES)}")
     if engine == "c" and not native.available():
         engine = "python"
-    if "pro" in doc.attrs:
-        eng, extra = _run_pro(doc, costs, kinds, env, block_dim or 1, engine)
-    else:
-        eng, extra = _run_tasks(doc, costs, kinds, env, data, target, engine)
-    return _summary(eng, costs, kinds, target, extra)
+    with no_gc():
+        if "pro" in doc.attrs:
+            eng, extra = _run_pro(doc, costs, kinds, env, block_dim or 1, engine)
+        else:
+            eng, extra = _run_tasks(doc, costs, kinds, env, data, target, engine)
+        return _summary(eng, costs, kinds, target, extra)
 
 
 # -- Tensor mode ------------------------------------------------------------------------------
@@ -107,14 +109,15 @@ def _run_tasks(doc, costs, kinds, env, data, target, engine):
             raise UsageError(f"target {target.name} has no core that runs {kind} programs; "
                              f"the graph was lowered for {built}: lower it with --target "
                              f"{target.name}")
+    last = None
     if engine == "c":
-        eng, rows, finished = _tasks_native(exp, fl, prog_of, tensors, costs, kinds)
+        eng, rows, finished, last = _tasks_native(exp, fl, prog_of, tensors, costs, kinds)
     else:
         eng = Engine(costs, len(kinds), len(PIPES))
         make = None
         if engine == "python":
             p = classes.plan(exp, fl, prog_of, tensors)
-            make = classes.instance_streams(p, native.intern(p.keys))
+            make = classes.instance_streams(p, p.keys)
         disp = _Dispatcher(eng, exp, fl, prog_of, tensors, kinds, make)
         eng.at(costs.launch, disp.begin)
         eng.run()
@@ -123,20 +126,20 @@ def _run_tasks(doc, costs, kinds, env, data, target, engine):
     if finished < exp.n:
         raise UsageError(f"simulation stopped with {exp.n - finished} task instances "
                          f"not run (a dependence cycle)")
-    return eng, {"tasks": rows}
+    return eng, {"tasks": rows, "last": last}
 
 
 def _tasks_native(exp, fl, prog_of, tensors, costs, kinds):
     """Tensor-mode instances on the C engine: (result, the sorted task rows, how many
-    instances finished)."""
+    instances finished, the latest end of a row)."""
     import numpy as np
-    p = classes.plan(exp, fl, prog_of, tensors)
+    p = classes.plan(exp, fl, prog_of, tensors, native.intern)
     code = {"vector": 0, "cube": 1, "mixed": 2}
     task_of = np.array([lc.task for lc in exp.launches], np.int64)[exp.launch_of] \
         if exp.n else np.zeros(0, np.int64)
     kind_of_task = np.array([code[fl.programs[pi].attrs["core"]] for pi in prog_of] or [0])
     res, core, t0, end = native.run_tasks(costs, kinds, len(PIPES), p.templates, p.tpl,
-                                          p.kbase, native.intern(p.keys),
+                                          p.kbase, p.keys,
                                           kind_of_task[task_of], exp, _max_events())
     first = np.array([lc.first for lc in exp.launches], np.int64)[exp.launch_of] \
         if exp.n else np.zeros(0, np.int64)
@@ -144,7 +147,7 @@ def _tasks_native(exp, fl, prog_of, tensors, costs, kinds):
             t0.astype(np.int64), end.astype(np.int64)]
     order = np.lexsort(cols[::-1])
     rows = np.stack(cols, 1)[order].tolist() if exp.n else []
-    return res, rows, res.finished
+    return res, rows, res.finished, int(cols[4].max()) if exp.n else None
 
 
 def _max_events() -> int:
@@ -319,8 +322,11 @@ def _summary(eng, costs, kinds, target, extra: dict) -> dict:
     """The record of a run from the engine's state (engine.Engine, or native.Result)."""
     events = _event_arrays(eng)
     runs = extra.get("tasks", extra.get("clusters", []))
+    last = extra.get("last")
+    if last is None and runs:
+        last = max(r[-1] for r in runs)
     end = max([costs.launch] + ([float(events[3].max())] if events[3].size else []) +
-              ([max(r[-1] for r in runs)] if runs else []))
+              ([last] if runs else []))
     span = max(1e-9, end - costs.launch)
     used = sorted({c for c in range(len(kinds)) if any(eng.busy[c])})
     util = {p: max((eng.busy[c][i] for c in used), default=0.0) / span

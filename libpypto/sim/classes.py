@@ -15,9 +15,8 @@ instructions, the attributes in NOT_TIMED, which the flattener does not read. As
 the last instance of a class of several is flattened too and must give the same stream
 (else, with a warning, each instance of the class is flattened on its own).
 
-A key is a row of KEY_W integers: [tensor, rank of the offsets, rank of the shape,
-offsets..., shape...] padded with zeros, or -1 first for a box the L2 does not key
-(tgather). Equal rows are equal keys, as flatten.py's (tensor, offsets, shape) tuples.
+The keys are ids (_Keys): equal boxes (tensor, offsets, shape), as flatten.py's key
+tuples compare, get equal ids.
 """
 from __future__ import annotations
 
@@ -33,30 +32,31 @@ _warned: list = []
 
 
 class Plan:
-    """The streams of a run's task instances: templates[tpl[i]] with the L2 key rows
-    keys[kbase[i] : kbase[i] + ngm[tpl[i]]] (ngm: GM instructions of a template)."""
+    """The streams of a run's task instances: templates[tpl[i]] with the L2 key ids
+    keys[kbase[i] : kbase[i] + ngm[tpl[i]]] (ngm: GM instructions of a template; equal
+    boxes, equal ids; -1 for a box the L2 does not key)."""
 
     def __init__(self, templates, tpl, kbase, keys, ngm):
         self.templates, self.tpl, self.kbase, self.keys, self.ngm = \
             templates, tpl, kbase, keys, ngm
 
 
-def plan(exp, fl, prog_of: list, tensors: list) -> Plan:
+def plan(exp, fl, prog_of: list, tensors: list, intern=None) -> Plan:
     """Templates and keys for every instance of the expansion exp (prog_of[task]: the
-    program index of each task op, tensors[task]: the GM tensor of each of its args)."""
-    ro, rs = _ranks(fl.programs)
-    width = 3 + ro + rs
+    program index of each task op, tensors[task]: the GM tensor of each of its args).
+    intern: a function giving dense ids to int64 codes (native.intern), np.unique's
+    inverse by default."""
     cache: dict = {}
     templates: list = []
     tpl = np.zeros(exp.n, np.int32)
-    parts: list = []            # (instances, key rows (m, ngm, width))
+    parts: list = []            # (instances, boxes: per GM instruction, see _Walk.boxes)
     for lc in exp.launches:
         if lc.n == 0:
             continue
         pi = prog_of[lc.task]
         names = _row_names(fl.programs[pi])
-        for members, sig, rows in _classes(fl.programs[pi], names, lc.scalars, tensors[lc.task],
-                                           ro, rs):
+        for members, sig, boxes in _classes(fl.programs[pi], names, lc.scalars,
+                                            tensors[lc.task]):
             ids = members + lc.first
             got = cache.get((pi, sig))
             if got is None:
@@ -67,22 +67,101 @@ def plan(exp, fl, prog_of: list, tensors: list) -> Plan:
                     st = fl.flatten(pi, _env(names, lc.scalars[m]), Context(tensors[lc.task]))
                     tpl[lc.first + m] = len(templates)
                     templates.append(st)
-                    parts.append((np.array([lc.first + m]), stream_keys(st, ro, rs)[None]))
+                    parts.append((np.array([lc.first + m]), [g[0] and (
+                        g[0][0], list(g[0][1]), g[0][2]) for g in st.gm if g is not None]))
                 continue
-            assert rows.shape[1] == sum(g is not None for g in templates[got].gm)
+            assert len(boxes) == sum(g is not None for g in templates[got].gm)
             tpl[ids] = got
-            parts.append((ids, rows))
+            parts.append((ids, boxes))
     ngm = np.array([sum(g is not None for g in st.gm) for st in templates], np.int64)
     counts = ngm[tpl] if exp.n else np.zeros(0, np.int64)
     kbase = np.zeros(exp.n, np.int64)
     if exp.n:
         kbase[1:] = np.cumsum(counts)[:-1]
-    keys = np.zeros((int(counts.sum()), width), np.int64)
-    for ids, rows in parts:
-        if rows.shape[1]:
-            pos = kbase[ids][:, None] + np.arange(rows.shape[1])
-            keys[pos.ravel()] = rows.reshape(-1, width)
-    return Plan(templates, tpl, kbase, keys, ngm)
+    keys = _Keys([exp.shapes[op] for op in exp.gms], int(counts.sum()))
+    for ids, boxes in parts:
+        at = kbase[ids]
+        for k, box in enumerate(boxes):
+            keys.put(at + k, box)
+    return Plan(templates, tpl, kbase, keys.ids(intern), ngm)
+
+
+class _Keys:
+    """L2 key ids of GM boxes (tensor, offsets, shape), equal boxes equal ids. A box is
+    coded as one integer: its offsets in mixed radix over its tensor's dims (each offset
+    from 0 to the dim), plus the base of its (tensor, shape) group; or, when an offset lies
+    outside that range, every box as a row [tensor, ranks, offsets, shape] (slower)."""
+
+    def __init__(self, shapes: list, n: int):
+        self.shapes, self.n = shapes, n
+        self.group: dict = {}
+        self.gid = np.full(n, -1, np.int64)
+        self.code = np.zeros(n, np.int64)
+        self.boxes: list = []           # (positions, box), for the rows if need be
+        self.exact = False
+
+    def put(self, pos, box) -> None:
+        self.boxes.append((pos, box))
+        if box is None or self.exact:
+            return
+        tensor, offs, shape = box
+        dims = self.shapes[tensor]
+        if len(offs) != len(dims):
+            self.exact = True
+            return
+        code = 0
+        stride = 1
+        for v, d in zip(reversed(offs), reversed(dims)):
+            a = np.asarray(v)
+            if a.size and (a.min() < 0 or a.max() > d):
+                self.exact = True
+                return
+            code = code + a * stride
+            stride *= d + 1
+        self.gid[pos] = self.group.setdefault((tensor, tuple(shape)), len(self.group))
+        self.code[pos] = code
+
+    def ids(self, intern) -> np.ndarray:
+        base, total = [], 0
+        for tensor, _ in self.group:
+            base.append(total)
+            total += int(np.prod([d + 1 for d in self.shapes[tensor]], dtype=object))
+        if self.exact or total >= 1 << 62:
+            return self._rows(intern)
+        none = self.gid < 0
+        key = np.asarray(base + [0], np.int64)[self.gid] + self.code
+        out = _dense(key[~none], intern)
+        ids = np.full(self.n, -1, np.int64)
+        ids[~none] = out
+        return ids
+
+    def _rows(self, intern) -> np.ndarray:
+        ro = max((len(b[1]) for _, b in self.boxes if b), default=0)
+        rs = max((len(b[2]) for _, b in self.boxes if b), default=0)
+        rows = np.zeros((self.n, 3 + ro + rs), np.int64)
+        rows[:, 0] = -1
+        for pos, b in self.boxes:
+            if b is None:
+                continue
+            tensor, offs, shape = b
+            rows[pos, 0], rows[pos, 1], rows[pos, 2] = tensor, len(offs), len(shape)
+            for d, v in enumerate(offs):
+                rows[pos, 3 + d] = v
+            for d, v in enumerate(shape):
+                rows[pos, 3 + ro + d] = v
+        none = rows[:, 0] < 0
+        ids = np.full(self.n, -1, np.int64)
+        if (~none).any():
+            _, inv = np.unique(rows[~none], axis=0, return_inverse=True)
+            ids[~none] = inv.reshape(-1)
+        return ids
+
+
+def _dense(key: np.ndarray, intern) -> np.ndarray:
+    """Ids 0.. for int64 codes, equal codes equal ids."""
+    if intern is not None:
+        return intern(key)
+    return np.unique(key, return_inverse=True)[1].reshape(-1)
 
 
 def _template(fl, pi, names, lc, members, tensors, templates) -> int:
@@ -110,31 +189,6 @@ def same_stream(a, b) -> bool:
     return [g and g[1:] for g in a.gm] == [g and g[1:] for g in b.gm]
 
 
-def stream_keys(st, ro: int, rs: int) -> np.ndarray:
-    """The key rows of a flattened stream's GM instructions, (ngm, width)."""
-    rows = [_row(g[0], ro, rs) for g in st.gm if g is not None]
-    return np.array(rows, np.int64).reshape(len(rows), 3 + ro + rs)
-
-
-def _row(key, ro: int, rs: int) -> list:
-    if key is None:
-        return [-1] + [0] * (2 + ro + rs)
-    tensor, offs, shape = key
-    return [tensor, len(offs), len(shape), *offs, *[0] * (ro - len(offs)), *shape,
-            *[0] * (rs - len(shape))]
-
-
-def _ranks(programs) -> tuple:
-    """The largest rank of a GM box's offsets and of its shape in these programs."""
-    ro = rs = 0
-    for p in programs:
-        for op in p.walk():
-            if op.name in ("tload", "tstore", "tgather"):
-                ro = max(ro, len(op.attrs.get("offsets") or ()))
-                rs = max(rs, len(op.operands[0].type.shape))
-    return ro, rs
-
-
 def _row_names(prog) -> list:
     g = prog.attrs["grid_rank"]
     return [f"g{d}" for d in range(g)] + list(prog.attrs["scalars"])
@@ -149,15 +203,14 @@ class _Split(Exception):
         self.values = values
 
 
-def _classes(prog, names, rows, tensors, ro, rs):
-    """(instances, signature, key rows) per class of a launch's instances (rows: the
+def _classes(prog, names, rows, tensors):
+    """(instances, signature, GM boxes) per class of a launch's instances (rows: the
     launch's S rows), the instances in increasing order, the classes by first instance."""
     out = []
     todo = [np.arange(rows.shape[0], dtype=np.int64)]
     while todo:
         m = todo.pop()
-        w = _Walk({n: rows[m, k] for k, n in enumerate(names)}, set(names), len(m), tensors,
-                  ro, rs)
+        w = _Walk({n: rows[m, k] for k, n in enumerate(names)}, set(names), tensors)
         try:
             w.block(prog.regions[0])
         except _Split as s:
@@ -166,7 +219,7 @@ def _classes(prog, names, rows, tensors, ro, rs):
             cuts = np.flatnonzero(v[1:] != v[:-1]) + 1
             todo.extend(reversed(np.split(m[order], cuts)))
             continue
-        out.append((m, tuple(w.sig), w.key_rows()))
+        out.append((m, tuple(w.sig), w.boxes))
     out.sort(key=lambda c: int(c[0][0]))
     return out
 
@@ -176,11 +229,12 @@ class _Walk:
     decide the stream must agree (else _Split with the differing values), the GM boxes'
     offsets are kept per instance."""
 
-    def __init__(self, env, row_vars, n, tensors, ro, rs):
-        self.env, self.row_vars, self.n, self.tensors = env, row_vars, n, tensors
-        self.ro, self.rs = ro, rs
+    def __init__(self, env, row_vars, tensors):
+        self.env, self.row_vars, self.tensors = env, row_vars, tensors
         self.sig: list = []
-        self.boxes: list = []       # per GM instruction: None or (tensor, offsets, shape)
+        # per GM instruction: None (no key) or (tensor, offsets: ints or per-instance
+        # arrays, shape)
+        self.boxes: list = []
         self.free: dict = {}
 
     def value(self, e) -> int:
@@ -240,21 +294,6 @@ class _Walk:
             return
         offs = [E.evaluate(x, self.env) for x in op.attrs["offsets"]]
         self.boxes.append((self.tensors[op.operands[1].owner.attrs["index"]], offs, shape))
-
-    def key_rows(self) -> np.ndarray:
-        width = 3 + self.ro + self.rs
-        out = np.zeros((self.n, len(self.boxes), width), np.int64)
-        for k, b in enumerate(self.boxes):
-            if b is None:
-                out[:, k, 0] = -1
-                continue
-            tensor, offs, shape = b
-            out[:, k, 0], out[:, k, 1], out[:, k, 2] = tensor, len(offs), len(shape)
-            for d, v in enumerate(offs):
-                out[:, k, 3 + d] = v
-            for d, v in enumerate(shape):
-                out[:, k, 3 + self.ro + d] = v
-        return out
 
 
 class InstanceStream:

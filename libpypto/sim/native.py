@@ -71,8 +71,11 @@ def _ptr(a: np.ndarray):
 
 
 def intern(rows: np.ndarray) -> np.ndarray:
-    """An id per key row (equal rows, equal ids; -1 for a row starting with -1)."""
+    """An id per key row (or per code of a 1-D array), equal rows equal ids, in the order
+    of first occurrence; -1 for a row starting with -1."""
     rows = np.ascontiguousarray(rows, np.int64)
+    if rows.ndim == 1:
+        rows = rows.reshape(-1, 1)
     ids = np.zeros(rows.shape[0], np.int64)
     lib = _load()
     if lib is not None:
