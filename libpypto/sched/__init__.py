@@ -43,8 +43,11 @@ from . import native
 CORE_KINDS = {"vector": ("vector", "mixed"), "cube": ("cube", "mixed"), "mixed": ("mixed",)}
 
 
-def schedule(doc: Document, target, env: dict | None) -> Document:
-    """Order the tasks and, when every size is bound, place each instance on a core."""
+def schedule(doc: Document, target, env: dict | None, instance_costs=None) -> Document:
+    """Order the tasks and, when every size is bound, place each instance on a core.
+    instance_costs: a function of an expansion giving each instance's costs as the
+    simulator times it alone (sim/alone.py; the driver passes it for targets the simulator
+    takes); without it, program_cost's sum of pipes per launch."""
     doc = copy_doc(doc, "sched")
     doc.body = [op for op in doc.body if op.name != "schedule"]
     tasks = [op for op in doc.walk() if op.name == "task"]
@@ -65,7 +68,7 @@ def schedule(doc: Document, target, env: dict | None) -> Document:
     if reads:                   # loop bounds and offsets known only from the data
         attrs["data_dependent"] = reads
     elif env is not None and symbols <= set(env):
-        _place(doc, tasks, programs, target, env, lanes, attrs)
+        _place(doc, tasks, programs, target, env, lanes, attrs, instance_costs)
     doc.body.append(Op("schedule", [], [], attrs, [], None))
     return doc
 
@@ -114,20 +117,27 @@ def _lanes(cores: dict) -> list[str]:
     return out
 
 
-def _place(doc, tasks, programs, target, env, lanes, attrs) -> None:
+def _place(doc, tasks, programs, target, env, lanes, attrs, instance_costs=None) -> None:
     import numpy as np
     costs = schedule_costs(target)
     exp = expand(doc, env)
     kinds = [programs[t.attrs["program"]].attrs["core"] for t in tasks]
-    per = [task_cost(programs[tasks[lc.task].attrs["program"]], lc.scalars, costs)
-           for lc in exp.launches]
     lo = exp.launch_of
-    col = lambda k: np.array([p[k] for p in per] or [0.0], np.float64)[lo]   # noqa: E731
-    dur, gmb, alone = col(0), col(1), col(2)
+    if instance_costs is not None:          # the simulator's, per instance
+        c = instance_costs(exp)
+        dur, gmb, alone = c["cycles"], c["hbm_bytes"], c["gm_cycles"]
+        nbytes, floor = float(c["gm_bytes"].sum()), c["hbm_floor"]
+        cut = [lc.first for lc in exp.launches]
+        per = [(float(x),) for x in np.maximum.reduceat(dur, cut)] if exp.n else []
+    else:
+        per = [task_cost(programs[tasks[lc.task].attrs["program"]], lc.scalars, costs)
+               for lc in exp.launches]
+        col = lambda k: np.array([p[k] for p in per] or [0.0], np.float64)[lo]   # noqa: E731
+        dur, gmb, alone = col(0), col(1), col(2)
+        nbytes = floor = sum(p[1] * lc.n for p, lc in zip(per, exp.launches))
     kind = [kinds[lc.task] for lc in exp.launches]
-    nbytes = sum(p[1] * lc.n for p, lc in zip(per, exp.launches))
     start, end, core, b = _timeline(exp, dur, kind, lanes, gmb, alone, costs.hbm,
-                                    target.cores(), nbytes)
+                                    target.cores(), floor)
     us = 1e6 / costs.clock_hz
     task_l = np.array([lc.task for lc in exp.launches] or [0], np.int64)
     first = np.array([lc.first for lc in exp.launches] or [0], np.int64)[lo]
