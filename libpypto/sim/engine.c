@@ -65,7 +65,7 @@ typedef struct {
 } Sim;
 
 typedef struct Run {
-    int64_t tpl, base, n, left, tag, kbase;
+    int64_t tpl, base, n, left, tag, kbase, live;   /* live: its index in Eng.live */
     int32_t core, pool;
     double t0, end;
     int32_t *wait;
@@ -100,6 +100,8 @@ typedef struct {
     int64_t nev, nflows, nevents, nkept;
     int (*done)(void *, Run *);
     void *driver;
+    Run **live;                /* the runs not yet done (freed at the end if stuck) */
+    int64_t nlive, caplive;
     int oom;
 } Eng;
 
@@ -356,7 +358,14 @@ static Run *start(Eng *e, int64_t tpl, int32_t core, double t0, int64_t tag, int
     int64_t base = s->tpl_off[tpl], n = s->tpl_off[tpl + 1] - base;
     Run *r = malloc(sizeof(Run));
     char *mem = malloc((size_t)(n ? n : 1) * (sizeof(int32_t) + sizeof(double) + sizeof(int64_t)));
-    if (!r || !mem) { free(r); free(mem); e->oom = 1; return NULL; }
+    if (e->nlive == e->caplive) {
+        int64_t cap = e->caplive ? 2 * e->caplive : 256;
+        Run **l = realloc(e->live, (size_t)cap * sizeof(Run *));
+        if (l) { e->live = l; e->caplive = cap; }
+    }
+    if (!r || !mem || e->nlive == e->caplive) { free(r); free(mem); e->oom = 1; return NULL; }
+    r->live = e->nlive;
+    e->live[e->nlive++] = r;
     r->tpl = tpl; r->base = base; r->n = n; r->left = n; r->tag = tag; r->kbase = kbase;
     r->core = core; r->pool = -1; r->t0 = t0; r->end = t0;
     r->ready = (double *)mem;
@@ -377,7 +386,10 @@ static Run *start(Eng *e, int64_t tpl, int32_t core, double t0, int64_t tag, int
     return r;
 }
 
-static void free_run(Run *r) {
+static void free_run(Eng *e, Run *r) {
+    Run *last = e->live[--e->nlive];
+    last->live = r->live;
+    e->live[r->live] = last;
     free(r->ready);
     free(r);
 }
@@ -415,8 +427,8 @@ static void release(Eng *e) {
     s->counts[2] = e->nev;
     s->counts[3] = e->nflows;
     s->counts[4] = e->waiters ? stuck(e) : 0;
-    for (int64_t k = 0; k < e->nheap; k++)
-        if (e->heap[k].kind == EV_DONE) free_run(e->heap[k].r);
+    while (e->nlive) free_run(e, e->live[e->nlive - 1]);
+    free(e->live);
     free(e->heap);
     free(e->work.w);
     free(e->hbm.used);
@@ -437,7 +449,7 @@ static void run_heap(Eng *e, void (*begin)(void *)) {
         else if (it.kind == EV_TRANSFER) transfer(e, it.r, it.i);
         else {
             e->done(e->driver, it.r);
-            free_run(it.r);
+            free_run(e, it.r);
         }
         drain(e);
     }
