@@ -164,7 +164,9 @@ def _max_events() -> int:
 
 
 class _Dispatcher:
-    """Task instances to free cores, as their predecessors finish."""
+    """Task instances to free cores, as their predecessors finish. engine.c's Tasks
+    (dispatch, task_done) does the same for the C engine: a change to the placement here
+    goes there too, or those runs take engine="python" (test_native.py compares them)."""
 
     def __init__(self, eng, exp, fl, prog_of, tensors, kinds, make=None):
         import heapq
