@@ -290,7 +290,21 @@ def schedule(doc: Document, target=None, bind: dict | None = None) -> Document:
     doc = to_exec(doc, tgt)
     if doc.level in ("sched",):
         doc = _strip(doc, "exec", ("schedule",))
-    return sched(doc, tgt, schedule_sizes(doc, bind))
+    return sched(doc, tgt, schedule_sizes(doc, bind), _instance_costs(tgt))
+
+
+def _instance_costs(tgt):
+    """pypto-sched's instance costs: the simulator's time of each alone (sim/alone.py)
+    for a target the simulator takes; None (the scheduler's own sum of pipes) otherwise."""
+    import functools
+
+    from .targets.costs import Costs
+    try:
+        Costs(tgt)
+    except PyptoError:
+        return None
+    from .sim.alone import instance_costs
+    return functools.partial(instance_costs, target=tgt)
 
 
 def _strip(doc: Document, level: str, names: tuple) -> Document:

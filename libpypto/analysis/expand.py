@@ -44,12 +44,24 @@ class Expansion:
     env: dict
     launches: list                  # Launch per instantiation, in program order
     launch_of: np.ndarray           # launch index per instance
-    preds: list = field(default_factory=list)   # per instance: sorted predecessor ids
     shapes: dict = field(default_factory=dict)  # gm op -> concrete shape
+    # the instances each instance waits for, sorted: pred_idx[pred_ptr[i]:pred_ptr[i + 1]]
+    pred_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    pred_idx: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def n(self) -> int:
         return int(self.launch_of.shape[0])
+
+    @property
+    def preds(self) -> list:
+        """Per instance, the sorted list of the instances it waits for (made on first use
+        from pred_ptr and pred_idx; the arrays are what the fast paths read)."""
+        got = self.__dict__.get("_preds")
+        if got is None:
+            flat, ptr = self.pred_idx.tolist(), self.pred_ptr.tolist()
+            got = self.__dict__["_preds"] = [flat[a:b] for a, b in zip(ptr, ptr[1:])]
+        return got
 
 
 def expand(doc, env: dict, data: dict | None = None) -> Expansion:
@@ -63,8 +75,8 @@ def expand(doc, env: dict, data: dict | None = None) -> Expansion:
         if w.launches else np.zeros(0, np.int32)
     exp = Expansion(w.tasks, w.programs, w.gms, dict(env), w.launches, launch_of,
                     shapes=dict(w.shapes))
-    exp.preds = _dependencies(w.boxes, [lc.first for lc in w.launches],
-                              [w.shapes[op] for op in w.gms], w.count)
+    exp.pred_ptr, exp.pred_idx = _dependencies(w.boxes, [lc.first for lc in w.launches],
+                                               [w.shapes[op] for op in w.gms], w.count)
     check_accesses(exp)
     return exp
 
@@ -214,88 +226,86 @@ def _granules(boxes: list, shapes: list) -> list:
     return out
 
 
-def _dependencies(boxes: list, first: list, shapes: list, total: int) -> list:
-    """Per instance, the sorted ids of the instances it waits for (RAW, WAW, WAR over the
-    granules of every GM tensor). A launch whose instances each cover one granule of a
-    tensor (the common case) is handled with whole-array operations for that tensor; no
-    per-instance numpy call remains (np.unique per instance made 1.5 M instances take
-    minutes)."""
+def _dependencies(boxes: list, first: list, shapes: list, total: int) -> tuple:
+    """The instances each instance waits for (RAW, WAW, WAR over the granules of every GM
+    tensor), as CSR arrays (ptr, idx): instance i waits for idx[ptr[i]:ptr[i + 1]], sorted.
+
+    Whole-array operations per launch and access, no per-instance Python (a per-instance
+    np.unique once made 1.5 M instances take minutes): an access is a list of (instance,
+    granule) pairs; an instance waits for the last writer of every granule it touches and,
+    for a write, for the readers of that granule since its last write. The instances of one
+    launch never wait for each other."""
     gran = _granules(boxes, shapes)
-    last_w = [np.full(max(1, int(np.prod(c))), -1, np.int64) for _, c in gran]
-    readers: list[dict] = [dict() for _ in shapes]
-    preds: list = [None] * total
+    ncell = [max(1, int(np.prod(c))) for _, c in gran]
+    last_w = [np.full(k, -1, np.int64) for k in ncell]
+    scratch: dict = {}                 # tensor -> granule -> writer in this launch, or -1
+    readers: list = [[] for _ in shapes]    # per tensor: (granules, reader ids) since writes
+    src: list = []
+    dst: list = []
     for ti, accs in enumerate(boxes):
         base = first[ti]
-        n = accs[0][2].shape[0] if accs else 0
-        deps = [set() for _ in range(n)]
-        flats = []
-        for gm, mode, lo, hi in accs:
-            g, counts = gran[gm]
-            fl = _flat_boxes(lo, hi, g, counts, shapes[gm])
-            flats.append((gm, mode, fl))
-            _collect(deps, fl, last_w[gm], readers[gm] if mode == "w" else None)
-        for gm, mode, fl in flats:
-            if mode == "r":
-                rd = readers[gm]
-                for i, cells in _cells(fl):
-                    for c in cells:
-                        rd.setdefault(c, []).append(base + i)
-        for gm, mode, fl in flats:
-            if mode == "w":
-                _written(fl, last_w[gm], readers[gm], base, gm)
-        for i in range(n):
-            preds[base + i] = sorted(deps[i])
-    # a task that touches no GM (its result unused, its store removed): no dependences
-    return [p if p is not None else [] for p in preds]
+        pairs = [(gm, mode) + _pairs(lo, hi, *gran[gm], shapes[gm]) for gm, mode, lo, hi in accs]
+        for gm, _, inst, cells in pairs:             # RAW, WAW: the last writer
+            w = last_w[gm][cells]
+            keep = w >= 0
+            src.append(w[keep])
+            dst.append(inst[keep] + base)
+        marks = _mark_writes(pairs, ncell, scratch, base)
+        for gm, (wmap, _) in marks.items():          # WAR: the readers since the last write
+            if readers[gm]:
+                rc = np.concatenate([c for c, _ in readers[gm]])
+                ri = np.concatenate([r for _, r in readers[gm]])
+                w = wmap[rc]
+                hit = w >= 0
+                src.append(ri[hit])
+                dst.append(w[hit])
+                readers[gm] = [(rc[~hit], ri[~hit])] if not hit.all() else []
+        for gm, mode, inst, cells in pairs:          # this launch's reads, unless it writes them
+            if mode == "r" and cells.size:
+                if gm in marks:
+                    keep = marks[gm][0][cells] < 0
+                    inst, cells = inst[keep], cells[keep]
+                if cells.size:
+                    readers[gm].append((cells, inst + base))
+        for gm, (wmap, cells) in marks.items():
+            last_w[gm][cells] = wmap[cells]
+            wmap[cells] = -1
+    return _csr(src, dst, total)
 
 
-def _cells(fl):
-    """(instance, list of granules) pairs of a flat-box result (array or list of arrays)."""
-    if isinstance(fl, np.ndarray):
-        return enumerate([c] for c in fl.tolist())
-    return ((i, c.tolist()) for i, c in enumerate(fl))
-
-
-def _collect(deps: list, fl, last_w, readers) -> None:
-    """Add to deps the last writer of every granule each instance touches and, for a
-    write (readers given), the readers since."""
-    if isinstance(fl, np.ndarray):
-        w = last_w[fl]
-        for i, x in zip(np.nonzero(w >= 0)[0].tolist(), w[w >= 0].tolist()):
-            deps[i].add(x)
-    else:
-        for i, cells in enumerate(fl):
-            if cells.size:
-                w = last_w[cells]
-                deps[i].update(set(w[w >= 0].tolist()))
-    if readers:
-        for i, cells in _cells(fl):
-            for c in cells:
-                r = readers.get(c)
-                if r:
-                    deps[i].update(r)
-
-
-def _written(fl, last_w, readers, base: int, gm: int) -> None:
-    """Record the instances of a launch as the last writers of the granules they write
-    (refusing two instances of one launch writing one granule)."""
-    if isinstance(fl, np.ndarray):
-        ids = base + np.arange(fl.shape[0], dtype=np.int64)
-        prev = last_w[fl]
-        if np.unique(fl).size != fl.size or ((prev >= base) & (prev != ids)).any():
+def _mark_writes(pairs: list, ncell: list, scratch: dict, base: int) -> dict:
+    """tensor -> (granule -> the instance of this launch writing it, or -1; the granules
+    written), refusing two instances of the launch writing one granule."""
+    marks: dict = {}
+    for gm, mode, inst, cells in pairs:
+        if mode != "w" or not cells.size:
+            continue
+        wmap = scratch.get(gm)
+        if wmap is None:
+            wmap = scratch[gm] = np.full(ncell[gm], -1, np.int64)
+        ids = inst + base
+        prev = wmap[cells]
+        order = np.argsort(cells, kind="stable")
+        c, i = cells[order], ids[order]
+        if ((prev >= 0) & (prev != ids)).any() or ((c[1:] == c[:-1]) & (i[1:] != i[:-1])).any():
             _overlap(gm)
-        last_w[fl] = ids
-        if readers:
-            for c in fl.tolist():
-                readers.pop(c, None)
-        return
-    for i, cells in enumerate(fl):
-        prev = last_w[cells]
-        if ((prev >= base) & (prev != base + i)).any():
-            _overlap(gm)
-        last_w[cells] = base + i
-        for c in cells.tolist():
-            readers.pop(c, None)
+        wmap[cells] = ids
+        got = marks.get(gm)
+        marks[gm] = (wmap, cells if got is None else np.concatenate([got[1], cells]))
+    return marks
+
+
+def _csr(src: list, dst: list, total: int) -> tuple:
+    """Edges (src[k] -> dst[k], duplicates allowed) as CSR predecessor arrays (ptr, idx),
+    each instance's predecessors sorted and distinct."""
+    ptr = np.zeros(total + 1, np.int64)
+    s = np.concatenate(src) if src else np.zeros(0, np.int64)
+    if not s.size:
+        return ptr, s
+    key = np.unique(np.concatenate(dst) * total + s)
+    d, s = np.divmod(key, total)
+    ptr[1:] = np.cumsum(np.bincount(d, minlength=total))
+    return ptr, s
 
 
 def _overlap(gm: int):
@@ -303,27 +313,29 @@ def _overlap(gm: int):
                      f"(a task's write footprints must be disjoint)")
 
 
-def _flat_boxes(lo, hi, g, counts, shape):
-    """Flat granule indices covered by each instance's box [lo, hi): one array of n
-    indices when every box is one granule, else a list of n arrays."""
+def _pairs(lo, hi, g, counts, shape) -> tuple:
+    """The (instance, flat granule) pairs of the boxes [lo, hi) of a launch's instances
+    (one row each), as two arrays; an empty box has none."""
     n = lo.shape[0]
     r = len(shape)
     if r == 0:
-        return np.zeros(n, np.int64)
-    lo = np.clip(lo, 0, np.array(shape))
-    hi = np.clip(hi, 0, np.array(shape))
-    glo = lo // np.array(g)
-    ghi = -(-hi // np.array(g))
-    empty = np.any(hi <= lo, axis=1)
-    single = np.all(ghi - glo == 1, axis=1) & ~empty
-    out: list = [None] * n
-    if single.all():        # one granule per instance: a flat array, one entry each
-        return np.ravel_multi_index(tuple(glo[:, d] for d in range(r)), counts)
-    for i in range(n):
-        if empty[i]:
-            out[i] = np.zeros(0, np.int64)
-            continue
-        ranges = [np.arange(glo[i, d], ghi[i, d]) for d in range(r)]
-        mesh = np.ix_(*ranges)
-        out[i] = np.ravel_multi_index(tuple(np.broadcast_arrays(*mesh)), counts).ravel()
-    return out
+        return np.arange(n, dtype=np.int64), np.zeros(n, np.int64)
+    shp = np.array(shape, np.int64)
+    lo = np.clip(lo, 0, shp)
+    hi = np.clip(hi, 0, shp)
+    glo = lo // np.array(g, np.int64)
+    ext = np.where((hi > lo).all(axis=1)[:, None], -(-hi // np.array(g, np.int64)) - glo, 0)
+    strides = np.ones(r, np.int64)
+    for d in range(r - 2, -1, -1):
+        strides[d] = strides[d + 1] * counts[d + 1]
+    if (ext == 1).all():                # one granule per instance: the common case
+        return np.arange(n, dtype=np.int64), glo @ strides
+    num = ext.prod(axis=1)
+    inst = np.repeat(np.arange(n, dtype=np.int64), num)
+    k = np.arange(inst.size, dtype=np.int64) - np.repeat(np.cumsum(num) - num, num)
+    cells = np.zeros(inst.size, np.int64)
+    for d in range(r - 1, -1, -1):
+        e = ext[inst, d]
+        cells += (glo[inst, d] + k % e) * strides[d]
+        k //= e
+    return inst, cells

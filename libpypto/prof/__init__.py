@@ -21,9 +21,10 @@ def profile(doc, chrome: str | None = None, svg: str | None = None, fmt: str = "
     own (its run op's `predicted` attribute), if it has one.
     view: host (the measured run), sim (the simulated run of `pypto-run --target`: its
     tables and per-pipe tracks, sim.py; an error for a record without one) or auto (sim
-    when the record has one). The SVG swimlane always draws the host run."""
+    when the record has one). The SVG swimlane draws the view's run: a lane per core (host)
+    or per pipe per core (sim)."""
     from ..ir.files import atomic_write
-    from .sim import resolve_view, sim_tables, sim_trace
+    from .sim import resolve_view, sim_svg, sim_tables, sim_trace
     from .svg import swimlane_svg
     view = resolve_view(doc, view)
     predicted = predicted or doc.body[0].attrs.get("predicted")
@@ -32,7 +33,7 @@ def profile(doc, chrome: str | None = None, svg: str | None = None, fmt: str = "
         trace = chrome_trace(doc) if view == "host" else sim_trace(doc)
         atomic_write(chrome, json.dumps(trace, indent=1, sort_keys=True).encode())
     if svg:
-        atomic_write(svg, swimlane_svg(doc).encode())
+        atomic_write(svg, (swimlane_svg(doc) if view == "host" else sim_svg(doc)).encode())
     return text
 
 

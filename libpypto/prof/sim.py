@@ -13,9 +13,11 @@ traffic, the bound. From it:
 - `sim_trace`: trace-event JSON for Perfetto: a process per core (`core 24 (vector)`), a
   thread (track) per pipe that ran anything on it, one complete event per instruction
   (named by its op, microseconds of the target's clock), a `tasks` track per core with the
-  Tensor-mode task instances, and a flow (arrow) per flag from the setting instruction to
+  Tensor-mode task instances, or in Pro mode a `clusters` track per core with the clusters
+  (blocks) its slot ran, and a flow (arrow) per flag from the setting instruction to
   the waiting one: an `s` event inside the setter's slice, an `f` event with `bp: e` inside
-  the waiter's (both bind to their enclosing slice, so the arrow joins exactly those two).
+  the waiter's (both bind to their enclosing slice, so the arrow joins exactly those two);
+- `sim_svg`: the SVG swimlane of the simulated run, a lane per pipe per core.
 
 Fractions are of the run without the launch (cycles - launch_cycles), as the simulator's
 own utilisation is.
@@ -178,7 +180,15 @@ def _meta(s: dict) -> list:
     for c in sorted({t[2] for t in s.get("tasks", [])}):
         ev.append({"ph": "M", "pid": c, "tid": len(pipes), "name": "thread_name",
                    "args": {"name": "tasks"}})
+    for c in sorted(_slot_of(s)):
+        ev.append({"ph": "M", "pid": c, "tid": len(pipes), "name": "thread_name",
+                   "args": {"name": "clusters"}})
     return ev
+
+
+def _slot_of(s: dict) -> dict:
+    """Pro runs: core -> the cluster slot it belongs to (the record's `slots`)."""
+    return {c: slot for slot, cores in s.get("slots", []) for c in cores}
 
 
 def sim_trace(doc) -> dict:
@@ -198,6 +208,14 @@ def sim_trace(doc) -> dict:
         ev.append({"ph": "X", "pid": core, "tid": len(pipes), "cat": "task",
                    "name": f"task {task}", "ts": t0 / per_us, "dur": (t1 - t0) / per_us,
                    "args": {"task": task, "instance": inst, "cycles": [t0, t1]}})
+    slot_of = _slot_of(s)
+    for core in sorted(slot_of):
+        for c, slot, t0, t1 in s.get("clusters", []):
+            if slot == slot_of[core]:
+                ev.append({"ph": "X", "pid": core, "tid": len(pipes), "cat": "cluster",
+                           "name": f"cluster {c}", "ts": t0 / per_us,
+                           "dur": (t1 - t0) / per_us,
+                           "args": {"cluster": c, "slot": slot, "cycles": [t0, t1]}})
     for k, (a, b) in enumerate(s.get("flows", [])):
         src, dst = events[a], events[b]
         ev.append({"ph": "s", "id": k, "pid": src[0], "tid": src[1], "cat": "flag",
@@ -207,3 +225,79 @@ def sim_trace(doc) -> dict:
     return {"traceEvents": ev, "displayTimeUnit": "ns",
             "otherData": {"kernel": doc.attrs.get("kernel", "?"), "target": s["target"],
                           "us": s["us"], "cycles": s["cycles"], "bound": bound_line(s)}}
+
+
+SVG_COLOURS = 9                 # ops with a colour of their own; the rest grey
+OTHERS = "#bab0ac"
+
+
+def sim_svg(doc, width: int = 1000, lane: int = 12) -> str:
+    """The simulated run as an SVG swimlane: a lane per pipe per core that ran anything
+    (cores in id order, a rule between cores), a box per instruction of the kept events,
+    coloured by op (the SVG_COLOURS ops with the most busy time; the others grey);
+    instructions less than a pixel apart on a lane are drawn as one box, coloured by the
+    op with the most cycles in it, its tooltip counting them. A time axis in the target's
+    time, a legend of the ops. Names are XML-escaped (svg.py)."""
+    from .svg import COLORS, LEFT, RIGHT, TOP, _axis, _legend, xml
+    s = doc.body[0].attrs["sim"]
+    ghz, pipes, events = s["clock_ghz"], s["pipes"], s["events"]
+    op_of = _op_names(s)
+    busy: dict = {}
+    for e in events:
+        busy[op_of(e)] = busy.get(op_of(e), 0) + e[3] - e[2]
+    ranked = sorted(busy, key=lambda k: (-busy[k], k))
+    colour = {k: COLORS[i] if i < SVG_COLOURS else OTHERS for i, k in enumerate(ranked)}
+    lanes = sorted({(e[0], e[1]) for e in events})
+    row = {k: i for i, k in enumerate(lanes)}
+    lo = min((e[2] for e in events), default=s["launch_cycles"])
+    span = max(1, max((e[3] for e in events), default=lo + 1) - lo)
+    scale = (width - LEFT - RIGHT) / span                    # px per cycle
+    body = [f'<text x="4" y="16">kernel {xml(doc.attrs.get("kernel", "?"))} simulated on '
+            f'{xml(s["target"])}: {s["us"]:.3f} us, {len(events)} instructions on '
+            f'{len({c for c, _ in lanes})} cores; {xml(bound_line(s))}</text>']
+    for (c, p), i in row.items():
+        y = TOP + i * lane
+        body.append(f'<text x="4" y="{y + lane * 0.8:.1f}" font-size="9">c{c} {pipes[p]}</text>')
+        if i and lanes[i - 1][0] != c:
+            body.append(f'<line x1="0" y1="{y}" x2="{width - RIGHT}" y2="{y}" stroke="#ccc"/>')
+    for (c, p), t0, t1, n, ops in _merged(events, scale, op_of):
+        top = max(ops, key=lambda k: (ops[k], k))
+        tip = (f"core {c} {pipes[p]}: {', '.join(sorted(ops))}; {n} instruction"
+               f"{'s' if n != 1 else ''}, cycles {t0}-{t1} ({(t1 - t0) / ghz / 1e3:.3f} us)")
+        body.append(f'<rect x="{LEFT + (t0 - lo) * scale:.2f}" y="{TOP + row[(c, p)] * lane + 1}" '
+                    f'width="{max(0.5, (t1 - t0) * scale):.2f}" height="{lane - 2}" '
+                    f'fill="{colour[top]}"><title>{xml(tip)}</title></rect>')
+    axis_y = TOP + lane * len(lanes) + 4
+    body += _axis(axis_y, lo / ghz, span / ghz, scale * ghz, width)
+    keys = ranked[:SVG_COLOURS] + (["others"] if len(ranked) > SVG_COLOURS else [])
+    legend, bottom = _legend(keys, {k: k for k in keys}, {**colour, "others": OTHERS},
+                             axis_y + 40, width)
+    return "\n".join([f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
+                      f'height="{int(bottom + 12)}" font-family="monospace" font-size="11">',
+                      *body, *legend, "</svg>"]) + "\n"
+
+
+def _op_names(s: dict):
+    """A function giving the op name of an event of the record s."""
+    names = [list(ops) for _, ops in s["programs"]]
+
+    def op_of(e) -> str:
+        g, o = e[4], e[5]
+        return names[g][o] if g < len(names) and o < len(names[g]) else "?"
+    return op_of
+
+
+def _merged(events: list, scale: float, op_of) -> list:
+    """Per lane, runs of instructions less than a pixel apart: ((core, pipe), start, end,
+    count, {op: busy cycles})."""
+    out: list = []
+    for e in sorted(events):
+        c, p, t0, t1 = e[:4]
+        cur = out[-1] if out else None
+        if cur is not None and cur[0] == (c, p) and (t0 - cur[2]) * scale < 1.0:
+            cur[2] = max(cur[2], t1)
+            cur[3] += 1
+            cur[4][op_of(e)] = cur[4].get(op_of(e), 0) + t1 - t0
+        else:
+            out.append([(c, p), t0, t1, 1, {op_of(e): t1 - t0}])
+    return out

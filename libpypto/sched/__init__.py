@@ -37,12 +37,17 @@ from ..analysis.work import formal_scalars
 from ..errors import UsageError
 from ..ir.core import Document, Op, copy_doc
 from ..targets.costs import program_cost, schedule_costs
+from ..analysis.native import no_gc
+from . import native
 
 CORE_KINDS = {"vector": ("vector", "mixed"), "cube": ("cube", "mixed"), "mixed": ("mixed",)}
 
 
-def schedule(doc: Document, target, env: dict | None) -> Document:
-    """Order the tasks and, when every size is bound, place each instance on a core."""
+def schedule(doc: Document, target, env: dict | None, instance_costs=None) -> Document:
+    """Order the tasks and, when every size is bound, place each instance on a core.
+    instance_costs: a function of an expansion giving each instance's costs as the
+    simulator times it alone (sim/alone.py; the driver passes it for targets the simulator
+    takes); without it, program_cost's sum of pipes per launch."""
     doc = copy_doc(doc, "sched")
     doc.body = [op for op in doc.body if op.name != "schedule"]
     tasks = [op for op in doc.walk() if op.name == "task"]
@@ -63,7 +68,7 @@ def schedule(doc: Document, target, env: dict | None) -> Document:
     if reads:                   # loop bounds and offsets known only from the data
         attrs["data_dependent"] = reads
     elif env is not None and symbols <= set(env):
-        _place(doc, tasks, programs, target, env, lanes, attrs)
+        _place(doc, tasks, programs, target, env, lanes, attrs, instance_costs)
     doc.body.append(Op("schedule", [], [], attrs, [], None))
     return doc
 
@@ -122,36 +127,85 @@ def _lanes(cores: dict) -> list[str]:
     return out
 
 
-def _place(doc, tasks, programs, target, env, lanes, attrs) -> None:
+def _place(doc, tasks, programs, target, env, lanes, attrs, instance_costs=None) -> None:
+    import numpy as np
     costs = schedule_costs(target)
     exp = expand(doc, env)
     kinds = [core_kind(programs[t.attrs["program"]], target.cores()) for t in tasks]
-    per = [task_cost(programs[tasks[lc.task].attrs["program"]], lc.scalars, costs)
-           for lc in exp.launches]
-    of = exp.launch_of.tolist()
-    dur_l = [p[0] for p in per]
-    gm_l = [(p[1], p[2]) for p in per]
-    kind_l = [kinds[lc.task] for lc in exp.launches]
-    dur, gm, kind = ([x[li] for li in of] for x in (dur_l, gm_l, kind_l))
-    start, end, core = place(dur, exp.preds, kind, lanes, gm, costs.hbm)
+    lo = exp.launch_of
+    if instance_costs is not None:          # the simulator's, per instance
+        c = instance_costs(exp)
+        dur, gmb, alone = c["cycles"], c["hbm_bytes"], c["gm_cycles"]
+        nbytes, floor = float(c["gm_bytes"].sum()), c["hbm_floor"]
+        cut = [lc.first for lc in exp.launches]
+        per = [(float(x),) for x in np.maximum.reduceat(dur, cut)] if exp.n else []
+    else:
+        per = [task_cost(programs[tasks[lc.task].attrs["program"]], lc.scalars, costs)
+               for lc in exp.launches]
+        col = lambda k: np.array([p[k] for p in per] or [0.0], np.float64)[lo]   # noqa: E731
+        dur, gmb, alone = col(0), col(1), col(2)
+        nbytes = floor = sum(p[1] * lc.n for p, lc in zip(per, exp.launches))
+    kind = [kinds[lc.task] for lc in exp.launches]
+    start, end, core, b = _timeline(exp, dur, kind, lanes, gmb, alone, costs.hbm,
+                                    target.cores(), floor)
     us = 1e6 / costs.clock_hz
-    task_of, index = [], []
-    for lc in exp.launches:
-        task_of += [lc.task] * lc.n
-        index += range(lc.n)
-    attrs["instances"] = [[t, k, c, round(s * us, 3), round(e * us, 3)]
-                          for t, k, c, s, e in zip(task_of, index, core, start, end)]
+    task_l = np.array([lc.task for lc in exp.launches] or [0], np.int64)
+    first = np.array([lc.first for lc in exp.launches] or [0], np.int64)[lo]
+    task_of = task_l[lo]
+    with no_gc():
+        attrs["instances"] = list(map(list, zip(
+            task_of.tolist(), (np.arange(exp.n, dtype=np.int64) - first).tolist(),
+            core.tolist(), round3(start * us), round3(end * us))))
     attrs["launch_cost_us"] = [round(p[0] * us, 3) for p in per]
-    attrs["makespan_us"] = round(max(end, default=0.0) * us, 3)
-    nbytes = sum(p[1] * lc.n for p, lc in zip(per, exp.launches))
-    b = bounds(dur, exp.preds, kind, target.cores(), nbytes, costs.hbm)
+    attrs["makespan_us"] = round(float(end.max()) * us, 3) if exp.n else 0.0
     path = []
     for i in b.pop("path"):
-        if not path or path[-1] != task_of[i]:
-            path.append(task_of[i])
+        t = int(task_of[i])
+        if not path or path[-1] != t:
+            path.append(t)
     attrs.update({k: round(v * us, 3) if k.endswith("_us") else v for k, v in b.items()})
     attrs["gm_bytes"] = int(round(nbytes))
     attrs["critical_tasks"] = path
+
+
+def _timeline(exp, dur, kind_l, lanes, gmb, alone, hbm, cores, nbytes) -> tuple:
+    """(start, end, core) arrays and the bounds of the instances of exp: in C
+    (sched/native.py) when it can be built, else with place() and bounds()."""
+    import numpy as np
+    lo = exp.launch_of
+    if native.available():
+        code = np.array([native.KIND_CODE[k] for k in kind_l] or [0], np.int32)[lo]
+        try:
+            start, end, core = native.place(dur, exp.pred_ptr, exp.pred_idx, code, lanes, gmb,
+                                            alone, hbm)
+        except ValueError as e:
+            raise UsageError(f"{e.args[0]} task instances cannot start (a dependence "
+                             f"cycle)") from None
+        finish, via, work = native.sweep(dur, exp.pred_ptr, exp.pred_idx, code)
+        present = {k: float(work[native.KIND_CODE[k]]) for k in kind_l}
+        return start, end, core, _bounds_from(finish, via, present, cores, nbytes, hbm)
+    kind = [kind_l[x] for x in lo.tolist()]
+    d = dur.tolist()
+    gm = list(zip(gmb.tolist(), alone.tolist()))
+    start, end, core = place(d, exp.preds, kind, lanes, gm, hbm)
+    b = bounds(d, exp.preds, kind, cores, nbytes, hbm)
+    return np.array(start), np.array(end), np.array(core, np.int64), b
+
+
+def round3(x) -> list:
+    """[round(v, 3) for v in x] for a float array, with whole-array operations: v * 1000
+    rounded to the nearest integer, divided by 1000, is what round gives (the nearest
+    double to the correctly rounded decimal) unless v * 1000 lies near a half, where
+    rounding the product could differ from rounding the exact value: those few are
+    rounded by round itself."""
+    import numpy as np
+    x = np.asarray(x, np.float64)
+    m = x * 1000.0
+    out = (np.rint(m) / 1000.0).tolist()
+    risky = (np.abs(m - np.floor(m) - 0.5) < 1e-3) | ~(np.abs(m) < 2.0 ** 40)
+    for j in np.flatnonzero(risky).tolist():
+        out[j] = round(float(x[j]), 3)
+    return out
 
 
 def task_cost(prog: Op, scalars, costs) -> tuple:
@@ -285,14 +339,29 @@ def bounds(dur: list, preds: list, kind: list, cores: dict, gm_bytes: float = 0.
     work: dict = {}
     for i in range(n):
         work[kind[i]] = work.get(kind[i], 0.0) + dur[i]
+    return _bounds_from(finish, via, work, cores, gm_bytes, hbm)
+
+
+def _bounds_from(finish, via, work: dict, cores: dict, gm_bytes, hbm) -> dict:
+    """bounds() from its sweep: each instance's earliest finish, the predecessor it waited
+    for, the work of each core kind (lists, or the arrays of sched/native.py)."""
+    n = len(finish)
     lanes = {k: sum(cores.get(c, 0) for c in CORE_KINDS[k]) for k in work}
     spread = {k: w / lanes[k] for k, w in work.items() if lanes[k]}
     wk = max(sorted(spread), key=lambda k: spread[k], default=None)
-    path, i = [], max(range(n), key=lambda j: (finish[j], -j)) if n else -1
+    arrays = not isinstance(finish, list)
+    if not n:
+        i, cp = -1, 0.0
+    elif arrays:            # argmax: the first of the latest, as the key below
+        i = int(finish.argmax())
+        cp = float(finish[i])
+    else:
+        i = max(range(n), key=lambda j: (finish[j], -j))
+        cp = max(finish)
+    path = []
     while i >= 0:
         path.append(i)
-        i = via[i]
-    cp = max(finish, default=0.0)
+        i = int(via[i])
     bw = gm_bytes / hbm if gm_bytes and hbm else 0.0
     terms = [(cp, "critical path"), (spread.get(wk, 0.0), f"work ({wk})"), (bw, "bandwidth")]
     lb, name = max(terms, key=lambda x: x[0])     # ties: the first (max keeps the first)

@@ -24,8 +24,17 @@ half), the per-pipe events (core, pipe, start, end, program, op; the first
 $PYPTO_MAX_SIM_EVENTS, 200000 by default, of those with a duration: `events_dropped` counts
 the rest), the flags between them (`flows`: [setter event, waiter event] index pairs into
 `events`, at most as many as events; only flags between kept events) for pypto-prof's
-arrows, and, in Tensor mode, each task instance's core and times. Once the record is full,
-Tensor-mode flags are no longer worked out (they take time of their own).
+arrows, and, in Tensor mode, each task instance's core and times (`tasks`: [task, instance,
+core, start, end]), in Pro mode each cluster's slot and times (`clusters`: [cluster, slot,
+start, end]) and the cores of each slot (`slots`: [slot, [core, ...]]).
+
+How it runs fast (a million task instances in seconds): the instances of a launch that
+agree on every value their streams depend on (classes.py) share one flattened stream, and
+only the L2 keys of their GM boxes are worked out per instance, with whole-array
+operations; the event loop is C (engine.c, built at first use, native.py). engine.py is
+the same loop in Python: the fallback without a C compiler (one warning) and the reference
+(`engine="reference"` also flattens every instance on its own, as the simulator first
+did); tests/unit/sim/test_native.py holds the three to the same record, event by event.
 
 A flow joins two instructions with durations: in Tensor mode an instruction and the last
 instruction of each other pipe it depends on (the flag a sync insertion would set); in Pro
@@ -34,16 +43,20 @@ instruction on the wait pipe after the matching sync_wait (or cross_wait). A fla
 before anything ran on its pipe, mutexes, barriers and sync_all have no arrow.
 
 What it ignores: instruction issue (the scalar unit and its queue depth), bank conflicts,
-DMA efficiency of short rows beyond 32-B padding, HBM write-back from L2 (stores write
-through), partial overlaps in L2 (boxes match exactly), the AICPU's own scheduling
+DMA efficiency of short rows beyond 32-B padding, partial overlaps in L2 (boxes match
+exactly), fair sharing of HBM and L2 (first come, first served), the AICPU's own scheduling
 latency beyond a fixed dispatch cost, and data-dependent costs (values of the data).
 """
 from __future__ import annotations
 
+import os
+
 from ..errors import UsageError
 from ..ir.mix_ops import clustered
 from ..targets.costs import PIPES, Costs
-from .engine import Engine
+from . import classes, native
+from ..analysis.native import no_gc
+from .engine import MAX_EVENTS, Engine
 from .flatten import Context, Flattener
 
 CORE_KINDS = {"vector": ("vector", "mixed"), "cube": ("cube", "mixed"), "mixed": ("mixed",),
@@ -67,26 +80,39 @@ def lanes(cores: dict) -> list:
     return out
 
 
+ENGINES = ("c", "python", "reference")
+
+
 def simulate(doc, target, env: dict, data: dict | None = None,
-             block_dim: int | None = None) -> dict:
+             block_dim: int | None = None, engine: str | None = None) -> dict:
     """Simulate one run of doc on target with the sizes (and Pro scalars) in env.
     data: the arrays of parameters the document reads elements of (data-dependent
-    bounds); block_dim: a Pro kernel's launch size."""
+    bounds); block_dim: a Pro kernel's launch size. engine (default $PYPTO_SIM_ENGINE, else
+    c): "c", the event loop in C (sim/engine.c; Python when no C compiler can build it,
+    with one warning); "python", engine.py on the same streams; "reference", engine.py
+    with every task instance flattened on its own (the definition the others are tested
+    against). All three give the same record."""
     costs = Costs(target)
     cores = {k: int(v) for k, v in target.data["cores"].items()}
     if not any(cores.values()):
         raise UsageError(f"target {target.name}: no cores to simulate")
     kinds = lanes(cores)
-    if "pro" in doc.attrs:
-        eng, extra = _run_pro(doc, costs, kinds, env, block_dim or 1)
-    else:
-        eng, extra = _run_tasks(doc, costs, kinds, env, data, target)
-    return _summary(eng, costs, kinds, target, extra)
+    engine = engine or os.environ.get("PYPTO_SIM_ENGINE") or "c"
+    if engine not in ENGINES:
+        raise UsageError(f"simulator engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    if engine == "c" and not native.available():
+        engine = "python"
+    with no_gc():
+        if "pro" in doc.attrs:
+            eng, extra = _run_pro(doc, costs, kinds, env, block_dim or 1, engine)
+        else:
+            eng, extra = _run_tasks(doc, costs, kinds, env, data, target, engine)
+        return _summary(eng, costs, kinds, target, extra)
 
 
 # -- Tensor mode ------------------------------------------------------------------------------
 
-def _run_tasks(doc, costs, kinds, env, data, target):
+def _run_tasks(doc, costs, kinds, env, data, target, engine):
     from ..analysis.arena import storage_keys
     from ..analysis.expand import expand
     exp = expand(doc, dict(env), data)
@@ -95,8 +121,11 @@ def _run_tasks(doc, costs, kinds, env, data, target):
     fl = Flattener(programs, costs, pro=False)
     gm_of = {op.result: i for i, op in enumerate(exp.gms)}
     prog_of = [pindex[t.attrs["program"]] for t in exp.tasks]
-    keys = storage_keys(doc, exp)       # a tensor in the arena: its bytes, for the L2
-    tensors = [[keys[gm_of[v]] for v in t.operands] for t in exp.tasks]
+    # a tensor in the arena meets the tensors that take its bytes (same offset, dtype and
+    # shape) in the L2: they share the index of the first of them
+    first: dict = {}
+    store = [first.setdefault(k, i) for i, k in enumerate(storage_keys(doc, exp))]
+    tensors = [[store[gm_of[v]] for v in t.operands] for t in exp.tasks]
     for ti, t in enumerate(exp.tasks):
         kind = _kind(programs[prog_of[ti]], kinds)
         if not any(k in kinds for k in CORE_KINDS[kind]):
@@ -104,15 +133,50 @@ def _run_tasks(doc, costs, kinds, env, data, target):
             raise UsageError(f"target {target.name} has no core that runs {kind} programs; "
                              f"the graph was lowered for {built}: lower it with --target "
                              f"{target.name}")
-    eng = Engine(costs, len(kinds), len(PIPES))
+    last = None
+    clusters = any(_kind(programs[pi], kinds) == "cluster" for pi in prog_of)
+    if engine == "c" and not clusters:
+        eng, rows, finished, last = _tasks_native(exp, fl, prog_of, tensors, costs, kinds)
+    else:       # the C engine and the classes do not place mixed programs on clusters
+        eng = Engine(costs, len(kinds), len(PIPES))
+        make = None
+        if engine == "python" and not clusters:
+            p = classes.plan(exp, fl, prog_of, tensors)
+            make = classes.instance_streams(p, p.keys)
+        disp = _Dispatcher(eng, exp, fl, prog_of, tensors, kinds, make)
+        eng.at(costs.launch, disp.begin)
+        eng.run()
+        rows, finished = sorted(disp.rows), disp.finished
     eng.programs, eng.ops = fl.programs, fl.ops
-    disp = _Dispatcher(eng, exp, fl, prog_of, tensors, kinds)
-    eng.at(costs.launch, disp.begin)
-    eng.run()
-    if disp.finished < exp.n:
-        raise UsageError(f"simulation stopped with {exp.n - disp.finished} task instances "
+    if finished < exp.n:
+        raise UsageError(f"simulation stopped with {exp.n - finished} task instances "
                          f"not run (a dependence cycle)")
-    return eng, {"tasks": disp.rows}
+    return eng, {"tasks": rows, "last": last}
+
+
+def _tasks_native(exp, fl, prog_of, tensors, costs, kinds):
+    """Tensor-mode instances on the C engine: (result, the sorted task rows, how many
+    instances finished, the latest end of a row)."""
+    import numpy as np
+    p = classes.plan(exp, fl, prog_of, tensors, native.intern)
+    code = {"vector": 0, "cube": 1, "mixed": 2}
+    task_of = np.array([lc.task for lc in exp.launches], np.int64)[exp.launch_of] \
+        if exp.n else np.zeros(0, np.int64)
+    kind_of_task = np.array([code[fl.programs[pi].attrs["core"]] for pi in prog_of] or [0])
+    res, core, t0, end = native.run_tasks(costs, kinds, len(PIPES), p.templates, p.tpl,
+                                          p.kbase, p.keys,
+                                          kind_of_task[task_of], exp, _max_events())
+    first = np.array([lc.first for lc in exp.launches], np.int64)[exp.launch_of] \
+        if exp.n else np.zeros(0, np.int64)
+    cols = [task_of, np.arange(exp.n, dtype=np.int64) - first, core.astype(np.int64),
+            t0.astype(np.int64), end.astype(np.int64)]
+    order = np.lexsort(cols[::-1])
+    rows = np.stack(cols, 1)[order].tolist() if exp.n else []
+    return res, rows, res.finished, int(cols[4].max()) if exp.n else None
+
+
+def _max_events() -> int:
+    return int(os.environ.get("PYPTO_MAX_SIM_EVENTS", MAX_EVENTS) or 0)
 
 
 def _kind(prog, kinds: list) -> str:
@@ -123,12 +187,14 @@ def _kind(prog, kinds: list) -> str:
 
 
 class _Dispatcher:
-    """Task instances to free cores, as their predecessors finish."""
+    """Task instances to free cores, as their predecessors finish. engine.c's Tasks
+    (dispatch, task_done) does the same for the C engine: a change to the placement here
+    goes there too, or those runs take engine="python" (test_native.py compares them)."""
 
-    def __init__(self, eng, exp, fl, prog_of, tensors, kinds):
+    def __init__(self, eng, exp, fl, prog_of, tensors, kinds, make=None):
         import heapq
         self.hq = heapq
-        self.eng, self.exp, self.fl = eng, exp, fl
+        self.eng, self.exp, self.fl, self.make = eng, exp, fl, make
         self.prog_of, self.tensors = prog_of, tensors
         self.kind_of = [_kind(fl.programs[p], kinds) for p in prog_of]
         self.clusters = _clusters(kinds)
@@ -170,6 +236,8 @@ class _Dispatcher:
                 eng.start(st, core, eng.now + eng.c.dispatch, self.done, (i, k))
 
     def _stream(self, i: int, ctx=None):
+        if self.make is not None:
+            return self.make(i)
         exp = self.exp
         li = int(exp.launch_of[i])
         lc = exp.launches[li]
@@ -232,7 +300,7 @@ class _Dispatcher:
 
 # -- Pro mode -----------------------------------------------------------------------------------
 
-def _run_pro(doc, costs, kinds, env, block_dim: int):
+def _run_pro(doc, costs, kinds, env, block_dim: int, engine: str):
     progs = {op.attrs["core"]: op for op in doc.body if op.name == "program"}
     order = [k for k in ("cube", "vector") if k in progs]
     fl = Flattener([progs[k] for k in order], costs, pro=True)
@@ -247,14 +315,36 @@ def _run_pro(doc, costs, kinds, env, block_dim: int):
                "vector": (2 * block_dim if mixed else block_dim) if "vector" in progs else 0}
     gm = [i for i, op in enumerate(op for op in doc.body if op.name == "gm")]
     eng = Engine(costs, len(kinds), len(PIPES))
-    eng.programs, eng.ops = fl.programs, fl.ops
     waves = _Waves(eng, fl, order, mixed, cube_ids, vec_ids, slots, block_dim, members,
                    dict(env, block_num=block_dim), gm)
-    eng.at(costs.launch, waves.begin)
-    eng.run()
-    if eng.stuck():
+    if engine == "c":
+        eng, rows, stuck = _waves_native(waves, costs, kinds)
+    else:
+        eng.at(costs.launch, waves.begin)
+        eng.run()
+        rows, stuck = sorted(waves.rows), eng.stuck()
+    eng.programs, eng.ops = fl.programs, fl.ops
+    if stuck:
         raise UsageError("simulation deadlocked: a cross-core wait no core sets")
-    return eng, {"clusters": waves.rows}
+    cores = [[s, [core for _, core, *_ in waves.cores_of(s)]]
+             for s in range(min(slots, block_dim))]
+    return eng, {"clusters": rows, "slots": cores}
+
+
+def _waves_native(waves, costs, kinds):
+    """Pro clusters on the C engine: (result, the sorted cluster rows, the waits left)."""
+    streams, members = [], []
+    for c in range(waves.block_dim):
+        mine = []
+        for pi, core, cid, kind, g0 in waves.cores_of(c):
+            ctx = Context(waves.gm, c, cid, kind, g0, waves.members)
+            mine.append((len(streams), core))
+            streams.append(waves.fl.flatten(pi, dict(waves.env, g0=g0), ctx))
+        members.append(mine)
+    res, t0, end = native.run_waves(costs, kinds, len(PIPES), streams, members, waves.slots,
+                                    _max_events())
+    rows = sorted([c, c % waves.slots, int(t0[c]), int(end[c])] for c in range(waves.block_dim))
+    return res, rows, res.stuck_waiters
 
 
 class _Waves:
@@ -306,8 +396,14 @@ class _Waves:
 # -- the record -------------------------------------------------------------------------------
 
 def _summary(eng, costs, kinds, target, extra: dict) -> dict:
-    end = max([costs.launch] + [e[3] for e in eng.events] +
-              [r[-1] for r in extra.get("tasks", extra.get("clusters", []))])
+    """The record of a run from the engine's state (engine.Engine, or native.Result)."""
+    events = _event_arrays(eng)
+    runs = extra.get("tasks", extra.get("clusters", []))
+    last = extra.get("last")
+    if last is None and runs:
+        last = max(r[-1] for r in runs)
+    end = max([costs.launch] + ([float(events[3].max())] if events[3].size else []) +
+              ([last] if runs else []))
     span = max(1e-9, end - costs.launch)
     used = sorted({c for c in range(len(kinds)) if any(eng.busy[c])})
     util = {p: max((eng.busy[c][i] for c in used), default=0.0) / span
@@ -329,22 +425,44 @@ def _summary(eng, costs, kinds, target, extra: dict) -> dict:
         "l2_write_bytes": int(eng.l2_write_bytes),
         "pipes": list(PIPES),
         "busy": [[c, kinds[c]] + [int(round(b)) for b in eng.busy[c]] for c in used],
-        **_timeline(eng),
+        **_timeline(events, _flow_arrays(eng), eng.nevents, eng.nkept),
         "programs": [[p.attrs["name"], [op.name for op in ops]]
                      for p, ops in zip(eng.programs, eng.ops)],
-        **({"tasks": sorted(extra["tasks"])} if "tasks" in extra else {}),
-        **({"clusters": sorted(extra["clusters"])} if "clusters" in extra else {}),
+        **({"tasks": extra["tasks"]} if "tasks" in extra else {}),
+        **({"clusters": extra["clusters"], "slots": extra["slots"]}
+           if "clusters" in extra else {}),
     }
 
 
+def _event_arrays(eng) -> tuple:
+    """(core, pipe, start, end, program, op) arrays of the kept events."""
+    import numpy as np
+    if isinstance(eng.events, tuple):
+        return eng.events
+    cols = list(zip(*eng.events)) or [()] * 6
+    return tuple(np.array(c, dt) for c, dt in zip(cols, (np.int32, np.int32, np.float64,
+                                                           np.float64, np.int32, np.int32)))
 
-def _timeline(eng) -> dict:
+
+def _flow_arrays(eng) -> tuple:
+    import numpy as np
+    if isinstance(eng.flows, tuple):
+        return eng.flows
+    pairs = np.array(eng.flows, np.int64).reshape(-1, 2)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def _timeline(events: tuple, flows: tuple, nevents: int, nkept: int) -> dict:
     """The kept events, sorted, and the flags between them as pairs of their indices."""
-    raw = [[c, p, int(s), int(e), g, o] for c, p, s, e, g, o in eng.events]
-    order = sorted(range(len(raw)), key=raw.__getitem__)
-    where = [0] * len(raw)
-    for k, j in enumerate(order):
-        where[j] = k
-    return {"events": [raw[j] for j in order], "events_total": eng.nevents,
-            "events_dropped": eng.nkept - len(raw),
-            "flows": sorted([where[a], where[b]] for a, b in eng.flows)}
+    import numpy as np
+    core, pipe, start, end, prog, op = events
+    cols = [core.astype(np.int64), pipe.astype(np.int64), start.astype(np.int64),
+            end.astype(np.int64), prog.astype(np.int64), op.astype(np.int64)]
+    order = np.lexsort(cols[::-1])
+    where = np.empty(order.size, np.int64)
+    where[order] = np.arange(order.size)
+    a, b = where[flows[0]], where[flows[1]]
+    forder = np.lexsort((b, a))
+    return {"events": np.stack(cols, 1)[order].tolist() if order.size else [],
+            "events_total": nevents, "events_dropped": nkept - order.size,
+            "flows": np.stack([a, b], 1)[forder].tolist() if a.size else []}

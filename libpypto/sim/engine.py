@@ -72,10 +72,13 @@ class Run:
         n = len(st)
         self.wait = [len(p) for p in st.preds]
         self.ready = [t0] * n
-        self.succ: list = [[] for _ in range(n)]
-        for i, ps in enumerate(st.preds):
-            for j in ps:
-                self.succ[j].append(i)
+        succ = getattr(st, "succ", None)      # worked out once per template (classes.py)
+        if succ is None:
+            succ = [[] for _ in range(n)]
+            for i, ps in enumerate(st.preds):
+                for j in ps:
+                    succ[j].append(i)
+        self.succ = succ
         self.left = n
         self.end = t0
         self.evid = [-1] * n      # index of each instruction's event in Engine.events, or -1

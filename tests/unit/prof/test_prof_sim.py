@@ -60,7 +60,7 @@ def test_one_track_per_pipe_per_core(name):
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in by_phase(t, "M")
                if e["name"] == "thread_name"}
     want = {(c, p) for c, p, *_ in s["events"]}
-    assert {k for k, v in threads.items() if v != "tasks"} == want
+    assert {k for k, v in threads.items() if v not in ("tasks", "clusters")} == want
     for c, p in want:
         assert threads[(c, p)] == s["pipes"][p]
     kinds = {row[0]: row[1] for row in s["busy"]}
@@ -207,3 +207,33 @@ def test_op_table_accounts_for_every_kept_instruction():
         share[r[1]] = share.get(r[1], 0.0) + float(r[5])
     assert all(abs(v - 100.0) < 0.2 for v in share.values()) and set(share) == \
         {"MTE2", "V", "MTE3"}
+
+
+def test_pro_runs_have_a_cluster_track_per_core():
+    """vadd on 4 blocks: each core of a slot shows the clusters that slot ran, in order."""
+    s = sim_of(simulated("vadd"))
+    t = sim_trace(simulated("vadd"))
+    boxes = [e for e in by_phase(t, "X") if e["cat"] == "cluster"]
+    slot_cores = {slot: cores for slot, cores in s["slots"]}
+    assert sorted((e["pid"], e["args"]["cluster"]) for e in boxes) == \
+        sorted((core, c) for c, slot, *_ in s["clusters"] for core in slot_cores[slot])
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in by_phase(t, "M")
+             if e["name"] == "thread_name"}
+    assert {names[(e["pid"], e["tid"])] for e in boxes} == {"clusters"}
+
+
+@pytest.mark.parametrize("name", ["softmax", "matmul", "vadd"])
+def test_sim_svg_has_a_lane_per_pipe_per_core(name, tmp_path):
+    import re
+    rec = simulated(name)
+    s = sim_of(rec)
+    profile(rec, svg=str(tmp_path / "lanes.svg"))
+    svg = (tmp_path / "lanes.svg").read_text()
+    labels = re.findall(r'font-size="9">c(\d+) (\w+)</text>', svg)
+    assert sorted((int(c), s["pipes"].index(p)) for c, p in labels) == \
+        sorted({(e[0], e[1]) for e in s["events"]})
+    boxes = re.findall(r"(\d+) instructions?, cycles", svg)
+    assert sum(int(n) for n in boxes) == len(s["events"])      # merged boxes count them all
+    assert "tload" in svg and svg.rstrip().endswith("</svg>")
+    profile(rec, svg=str(tmp_path / "host.svg"), view="host")
+    assert "task instances on" in (tmp_path / "host.svg").read_text()
