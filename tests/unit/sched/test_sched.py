@@ -49,7 +49,9 @@ def test_a_copy_heavy_kernel_is_bound_by_the_hbm_bandwidth(tmp_path):
     """64 KiB in and out per instance, 48 vector cores at 108 GB/s each against 1.5 TB/s
     of HBM. With an L2 that writes through, every byte crosses HBM: bytes over bandwidth
     binds, and the schedule, which shares the HBM, does not beat it. A2's L2 writes back:
-    the stores stay in it (25 MB fit), only the loads must cross HBM, and the work binds."""
+    the stores stay in it (25 MB fit), only the loads must cross HBM; single-buffered the
+    vector work then binds, N-buffered (the default) the loads overlap it and their bytes
+    bind again."""
     from libpypto.driver import target_for
     from libpypto.targets import override
     (tmp_path / "copy.py").write_text(COPY)
@@ -63,7 +65,13 @@ def test_a_copy_heavy_kernel_is_bound_by_the_hbm_bandwidth(tmp_path):
     assert a["makespan_us"] >= a["lower_bound_us"] - 1e-3
     b = schedule_attrs(pypto.schedule(doc, None, {"R": 32 * 48 * 8}))
     assert b["bandwidth_us"] == pytest.approx(a["bandwidth_us"] / 2, abs=1e-3)
-    assert b["bound"] == "work (vector)" and b["makespan_us"] < a["makespan_us"]
+    assert b["bound"] == "bandwidth" and b["work_us"] < b["bandwidth_us"]
+    assert b["makespan_us"] < a["makespan_us"]
+    single = pypto.lower(pypto.trace(str(tmp_path / "copy.py"), target="a2"),
+                         pypto.passes.DEFAULT_PIPELINE.replace("nbuffer", "nbuffer{enable=false}"),
+                         target="a2")
+    c = schedule_attrs(pypto.schedule(single, None, {"R": 32 * 48 * 8}))
+    assert c["bound"] == "work (vector)" and c["work_us"] > b["work_us"]
 
 
 def test_a_chain_of_loop_steps_is_bound_by_its_critical_path(ex):
@@ -156,7 +164,8 @@ def test_an_instance_costs_what_the_simulator_charges_it(ex):
 
 
 @pytest.mark.parametrize("name, bind, within", [
-    ("rmsnorm", {"T": 4096}, 0.02),         # L2 write-back: the stores never reach HBM
+    ("rmsnorm", {"T": 4096}, 0.04),         # L2 write-back: the stores never reach HBM (3.4 %
+    #                                         under with N-buffered merged instances, 0.6 % without)
     ("matmul", {"M": 1024}, 0.001),         # MTE1 and the cube overlapping
     ("flash_attention", None, 0.001),       # workspaces read back from the L2
 ])
