@@ -33,7 +33,13 @@ def _lib():
 
 @lru_cache(maxsize=None)
 def stream_triad(threads: int, quick: bool = False) -> float:
-    """STREAM triad bandwidth in bytes/s (64 MiB arrays; 4 MiB when quick)."""
+    """STREAM triad bandwidth in bytes/s (64 MiB arrays; 4 MiB when quick), measured once
+    per process."""
+    return triad_now(threads, quick)
+
+
+def triad_now(threads: int, quick: bool = False) -> float:
+    """STREAM triad bandwidth in bytes/s, measured now (best of 10 runs; 3 when quick)."""
     n = (1 << 20) if quick else (16 << 20)
     a, b, c = (np.full(n, v, np.float32) for v in (0.0, 1.0, 2.0))
     best = _lib().bench_triad(a.ctypes.data, b.ctypes.data, c.ctypes.data, n, threads,
