@@ -22,6 +22,7 @@ class _RowState:
         self.used: set = set()        # tiles whose row the loop body touches
         self.stream: dict = {}        # tstore -> its streaming flag
         self.prefetch: list = []      # (C name, bytes per element) of the next row's GM loads
+        self.guard = True             # lane steps test their column against the valid count
 
 
 class RowRuns:
@@ -279,25 +280,43 @@ class RowRuns:
 
     def row_lanes(self, C: int, lanes: list, element) -> None:
         """The loop of a pass with reductions: ACC_LANES columns at a time, then the tail,
-        then each reduction's lanes combined."""
+        then each reduction's lanes combined. When a reduction's valid columns are known
+        only at run time, the whole chunks of valid columns come first, without the test of
+        each element (a test per element keeps gcc from vectorising the pass), then the
+        chunks past them with it; the lanes see the same elements in the same order."""
         j, k = self.fresh("j"), self.fresh("k")
         self.emit(f"int64_t {j} = 0;")
-        if self.row.prefetch:
-            self.emit(f"for (; {j} + {c.ACC_LANES} <= {C}; {j} += {c.ACC_LANES}) {{")
-            self.prefetch(j, c.ACC_LANES, "    ")
-        else:
-            self.emit(f"for (; {j} + {c.ACC_LANES} <= {C}; {j} += {c.ACC_LANES})")
-        self.emit(f"    PP_LANES for (int {k} = 0; {k} < {c.ACC_LANES}; {k}++) {{")
-        element(f"{j} + {k}", k, "        ")
-        self.emit("    }")
-        if self.row.prefetch:
-            self.emit("}")
+        bounds = [ln.n for ln in lanes if ln.n]
+        if bounds:
+            full = self.fresh("full")
+            lim = bounds[0]
+            for b in bounds[1:]:
+                lim = f"pp_min({lim}, {b})"
+            self.emit(f"const int64_t {full} = {lim} / {c.ACC_LANES} * {c.ACC_LANES};")
+            self.row.guard = False
+            self.lane_chunks(full, j, k, element)
+            self.row.guard = True
+        self.lane_chunks(str(C), j, k, element)
         if C % c.ACC_LANES:
             self.emit(f"for (int {k} = 0; {j} + {k} < {C}; {k}++) {{")
             element(f"{j} + {k}", k, "    ")
             self.emit("}")
         for ln in lanes:
             ln.close()
+
+    def lane_chunks(self, end: str, j: str, k: str, element) -> None:
+        """for (; j + ACC_LANES <= end; ...): one lane step per chunk of columns."""
+        L = c.ACC_LANES
+        if self.row.prefetch:
+            self.emit(f"for (; {j} + {L} <= {end}; {j} += {L}) {{")
+            self.prefetch(j, L, "    ")
+        else:
+            self.emit(f"for (; {j} + {L} <= {end}; {j} += {L})")
+        self.emit(f"    PP_LANES for (int {k} = 0; {k} < {L}; {k}++) {{")
+        element(f"{j} + {k}", k, "        ")
+        self.emit("    }")
+        if self.row.prefetch:
+            self.emit("}")
 
     def row_sink(self, store, element) -> None:
         """The loop of a pass that ends in a store: valid elements of row r only, written to
@@ -366,7 +385,7 @@ class _Lanes:
                 x = f"({x} + 0.0f)"
             upd = [(lane, self.comb.format(acc=lane, x=x))]
         for target, e in upd:
-            if self.n:           # only the valid columns count
+            if self.n and self.p.row.guard:      # only the valid columns count
                 e = f"{j} < {self.n} ? {c._paren(e)} : {target}"
             self.p.emit(f"{pad}{target} = {e};")
 
