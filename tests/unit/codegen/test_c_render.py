@@ -85,4 +85,3 @@ def test_one_row_tiles_fuse_their_passes_in_a_row_run():
     assert "/* tmul treduce: one pass over the row */" in src
     want = x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6)
     assert np.allclose(y, want, rtol=1e-5, atol=1e-6)
-
