@@ -21,9 +21,10 @@ compiled for it); "tc / pypto" is torch.compile's time over pypto's 2-thread tim
 writes into preallocated outputs (first-touch faults paid once, in the warm-up call); numpy
 and torch eager allocate their results as users' code does. Each timed call follows an
 untimed call of the same implementation; medians of --reps runs, the implementations
-interleaved. `--clock cpu` times pypto on the process's CPU clock divided by its thread
-count (what a loaded machine's other processes do not add; numpy and torch stay on the wall
-clock).
+interleaved. `--clock cpu` times every side on the process's CPU clock divided by its
+thread count, and STREAM on its threads' CPU clocks (on a machine other processes load:
+what the cores did while they ran this); torch then runs with one thread and "tc / pypto"
+compares it with pypto's one thread.
 
 Three more tables: the inner (hidden) dim named ("H") instead of static, as a ratio to
 static; tile rows 1 to 64 (a whole row in the tile; "UB" where the tile does not fit the
@@ -231,13 +232,13 @@ def close(name, got, want, tol):
 
 # -- torch (optional) ----------------------------------------------------------------------------
 
-def torch_impls():
+def torch_impls(threads: int):
     """({op: fn(*torch tensors)}, torch.compile of them, torch, "") or (None, None, None, why)."""
     try:
         import torch
     except ImportError:
         return None, None, None, "torch is not importable (pip install -e .[bench] for these columns)"
-    torch.set_num_threads(2)
+    torch.set_num_threads(threads)
     F = torch.nn.functional
 
     def rms(x, g):
@@ -346,11 +347,13 @@ def shape_of(op, T, H) -> str:
     return f"{T}x{H // HEAD}x{HEAD}" if op == "rope" else f"{T}x{H}"
 
 
-HEAD_MAIN = ["op", "shape", "pypto 1T ms", "pypto 2T ms", "2T/1T", "of STREAM 1T",
-             "of STREAM 2T", "numpy ms", "torch eager ms", "torch.compile ms", "tc / pypto"]
+def head_main(torch_threads):
+    return ["op", "shape", "pypto 1T ms", "pypto 2T ms", "2T/1T", "of STREAM 1T",
+            "of STREAM 2T", "numpy ms", f"torch eager {torch_threads}T ms",
+            f"torch.compile {torch_threads}T ms", f"tc / pypto {torch_threads}T"]
 
 
-def row(name, shape, t, nbytes, stream):
+def row(name, shape, t, nbytes, stream, torch_threads):
     """One line of the main table from interleaved medians t."""
     def ms(key, missing):
         return f"{t[key] * 1e3:.2f}" if key in t else missing
@@ -358,21 +361,23 @@ def row(name, shape, t, nbytes, stream):
     return [name, shape, ms("p1", ""), ms("p2", ""), f"{t['p1'] / t['p2']:.2f}",
             f"{gb1 / stream[1]:.0%}", f"{gb2 / stream[2]:.0%}", ms("np", "n/a"),
             ms("te", "skipped"), ms("tc", "skipped"),
-            f"{t['tc'] / t['p2']:.1f}x" if "tc" in t else ""]
+            f"{t['tc'] / t[f'p{torch_threads}']:.1f}x" if "tc" in t else ""]
 
 
 def side_by_side(name, k, args, nargs, np_fn, torch_key, tt, reps, cpu_clock):
-    """Interleaved medians of pypto 1T / 2T, numpy and torch eager / compiled on one case."""
+    """Interleaved medians of pypto 1T / 2T, numpy and torch eager / compiled on one case
+    (on the CPU clock: each side's process CPU time over its thread count)."""
     fns = {"p1": pypto_fn(k, args, 1), "p2": pypto_fn(k, args, 2)}
     if np_fn is not None:
         fns["np"] = lambda f=np_fn, a=nargs: f(*a)
-    eager, comp, torch = tt
+    eager, comp, torch, tthreads = tt
     if eager is not None and torch_key in eager:
         targs = [to_torch(torch, a) for a in nargs]
         fns["te"] = lambda f=eager[torch_key], a=targs: f(*a)
         if torch_key in comp:
             fns["tc"] = lambda f=comp[torch_key], a=targs: f(*a)
-    return interleaved(fns, reps, {"p1": 1, "p2": 2} if cpu_clock else None)
+    return interleaved(fns, reps, {"p1": 1, "p2": 2, "np": 1, "te": tthreads, "tc": tthreads}
+                       if cpu_clock else None)
 
 
 def main_table(ops, shapes, reps, stream, tt, rows, cpu_clock):
@@ -386,8 +391,9 @@ def main_table(ops, shapes, reps, stream, tt, rows, cpu_clock):
             call_kernel(k, args, {}, threads=2)
             check(op, args, nargs, nout)
             t = side_by_side(op, k, args, nargs, np_fn, op, tt, reps, cpu_clock)
-            out.append(row(op, shape_of(op, T, H), t, sum(a.nbytes for a in args), stream))
-    return tabulate(out, headers=HEAD_MAIN)
+            out.append(row(op, shape_of(op, T, H), t, sum(a.nbytes for a in args), stream,
+                           tt[3]))
+    return tabulate(out, headers=head_main(tt[3]))
 
 
 def examples_table(quick, reps, stream, tt, cpu_clock):
@@ -398,8 +404,9 @@ def examples_table(quick, reps, stream, tt, cpu_clock):
         want = ref(*nargs)
         close(name, args[-nout:], list(want.values()), 1e-2 if "bfloat16" in shape else 1e-4)
         t = side_by_side(name, k, args, nargs, ref, f"ex:{name}", tt, reps, cpu_clock)
-        out.append(row(f"examples/{name}.py", shape, t, sum(a.nbytes for a in args), stream))
-    return tabulate(out, headers=HEAD_MAIN)
+        out.append(row(f"examples/{name}.py", shape, t, sum(a.nbytes for a in args), stream,
+                       tt[3]))
+    return tabulate(out, headers=head_main(tt[3]))
 
 
 def dynamic_table(ops, shapes, reps, rows, cpu_clock):
@@ -458,12 +465,13 @@ def load_line() -> str:
         return "load average unknown"
 
 
-def limits_line(quick) -> tuple[dict, str]:
-    stream = {n: limits.triad_now(n, quick) for n in (1, 2)}
-    fma = {n: limits.fma_peak(n, quick) for n in (1, 2)}
-    return stream, (f"STREAM triad (bench/limits.c, ordinary stores): {stream[1] / 1e9:.1f} GB/s "
-                    f"with 1 thread, {stream[2] / 1e9:.1f} GB/s with 2; fp32 FMA "
-                    f"{fma[1] / 1e9:.0f} / {fma[2] / 1e9:.0f} GFLOP/s; {load_line()}")
+def limits_line(quick, clock) -> tuple[dict, str]:
+    stream = {n: limits.triad_now(n, quick, clock) for n in (1, 2)}
+    fma = {n: limits.fma_peak(n, quick, clock) for n in (1, 2)}
+    return stream, (f"STREAM triad (bench/limits.c, ordinary stores, {clock} clock): "
+                    f"{stream[1] / 1e9:.1f} GB/s with 1 thread, {stream[2] / 1e9:.1f} GB/s "
+                    f"with 2; fp32 FMA {fma[1] / 1e9:.0f} / {fma[2] / 1e9:.0f} GFLOP/s; "
+                    f"{load_line()}")
 
 
 def main() -> int:
@@ -488,17 +496,18 @@ def main() -> int:
         return 1
     reps = 3 if args.quick else args.reps
     shapes = [(T // 8, H) for T, H in SHAPES] if args.quick else SHAPES
-    stream, line = limits_line(args.quick)
+    stream, line = limits_line(args.quick, args.clock)
     print(line)
-    eager, comp, torch, why = torch_impls()
+    tthreads = 1 if args.clock == "cpu" else 2
+    eager, comp, torch, why = torch_impls(tthreads)
     if eager is None:
         print(f"torch eager and torch.compile skipped: {why}")
     elif args.quick or args.no_compile:
         comp = {}
         print("torch.compile skipped (--quick or --no-compile)")
-    tt = (eager, comp, torch)
+    tt = (eager, comp, torch, tthreads)
     cpu = args.clock == "cpu"
-    print(f"medians of {reps} runs; pypto on the {args.clock} clock, writing into preallocated "
+    print(f"medians of {reps} runs on the {args.clock} clock; pypto writes into preallocated "
           f"outputs\n")
     print(main_table(ops, shapes, reps, stream, tt, args.rows, cpu))
     if not args.no_examples:
@@ -511,7 +520,7 @@ def main() -> int:
         for n in (1, 2):
             print(f"\nTile rows (a whole row in the tile), {n} thread{'s' if n > 1 else ''}:\n")
             print(tiles_table(ops, shapes, reps, n, cpu))
-    stream2, line2 = limits_line(args.quick)
+    stream2, line2 = limits_line(args.quick, args.clock)
     print(f"\nAt the end: {line2}")
     return 0
 
