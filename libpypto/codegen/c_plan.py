@@ -16,7 +16,8 @@ applies it):
   stores, elementwise math, reductions along the row) run for row 0, then row 1, ...; tiles
   used only inside the run get one row on the stack (`local`), so a row stays in L1 from one
   instruction to the next; loads of a row every row reads whole move before the loop
-  (`hoisted`); same-dtype stores of the run stream (`streams`).
+  (`hoisted`); same-dtype stores of the run stream (`streams`); a row tile written only by a
+  same-dtype row load reads a fully valid row in place in GM (`in_place`).
 - Render units of every region, in order (`units` for the body, `bodies` for each `for`):
   an instruction on its own (Single), a run of elementwise instructions over one shape
   in one loop (Fused; a tile read only inside the run stays a register), a row run (RowRun),
@@ -90,13 +91,16 @@ class RowPass:
 class RowRun:
     """Instructions rendered one row at a time: `span` in program order, of which `hoisted`
     (loads every row reads whole) go before the loop and `body` into it, over `rows` rows;
-    `local` tiles get one row on the stack; `streams` are the stores whose output may stream;
-    `tiles` every tile the body touches, in order; `units` the body's units."""
+    `local` tiles get one row on the stack; `in_place` are the local tiles whose only write is
+    a same-dtype row load: a fully valid row is read where it lies in GM (no copy), the row
+    on the stack takes only rows with a tail; `streams` are the stores whose output may
+    stream; `tiles` every tile the body touches, in order; `units` the body's units."""
 
     span: list
     rows: int
     hoisted: list
     local: set
+    in_place: set = field(default_factory=set)
     body: list = field(default_factory=list)
     streams: list = field(default_factory=list)
     tiles: list = field(default_factory=list)
@@ -528,6 +532,10 @@ class _Planner:
         self.plan.row_runs.append(run)
         self.plan.row_local |= run.local
         run.body = [op for op in run.span if op not in run.hoisted]
+        run.in_place = {op.operands[0] for op in run.body if op.name == "tload"
+                        and op.operands[0] in run.local
+                        and op.operands[0].type.dtype == op.operands[1].type.dtype
+                        and _count(run.body, op.operands[0], dests) == 1}
         run.streams = [op for op in run.body if op.name == "tstore"
                        and op.operands[0].type.dtype == op.operands[1].type.dtype]
         run.tiles = list(dict.fromkeys(v for op in run.body for v in sources(op) + dests(op)))

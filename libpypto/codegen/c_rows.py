@@ -13,10 +13,11 @@ from . import c_text as c
 
 class _RowState:
     """The C names given while printing a row run: its row index, the row pointers of tiles
-    used in place, the tiles whose row the loop body touches, the stores' streaming flags."""
+    used in place, the tiles whose row the loop body touches, the stores' streaming flags
+    (and the run's local tiles, and those read in place in GM)."""
 
     def __init__(self, run):
-        self.rows, self.local = run.rows, run.local
+        self.rows, self.local, self.in_place = run.rows, run.local, run.in_place
         self.var = ""                 # the row index in C
         self.ptr: dict = {}           # tile used in place -> its row pointer
         self.used: set = set()        # tiles whose row the loop body touches
@@ -52,9 +53,14 @@ class RowRuns:
         for v in run.tiles:
             if v in state.used:
                 t, n = v.type, self.tile(v)
-                decl.append(f"{t.dtype.c_type} {n}[{t.shape[1]}];  /* row {r} of {t} */"
-                            if v in run.local else
-                            f"{t.dtype.c_type} *const {state.ptr[v]} = {n} + {r} * {t.shape[1]};")
+                ct = t.dtype.c_type
+                if v in run.in_place:      # a full row in GM, else this row (c_plan.RowRun)
+                    decl.append(f"{ct} {n}_b[{t.shape[1]}];  /* row {r} of {t} with a tail */")
+                    decl.append(f"const {ct} *restrict {n} = {n}_b;")
+                elif v in run.local:
+                    decl.append(f"{ct} {n}[{t.shape[1]}];  /* row {r} of {t} */")
+                else:
+                    decl.append(f"{ct} *const {state.ptr[v]} = {n} + {r} * {t.shape[1]};")
         for name, addr in pf_decl:
             decl.append(f"const char *const {name} = (const char *)({addr});  /* next row */")
         self.lines[at:at] = ["    " * self.depth + line for line in decl]
@@ -139,6 +145,14 @@ class RowRuns:
         self.emit("{")
         self.depth += 1
         n, src = self.gm_row(op)
+        if d in self.row.in_place:    # read in place when the whole row is valid
+            buf = f"{dst}_b"
+            self.emit(f"if ({n} == {C}) {dst} = {src};")
+            self.emit(f"else {{ if ({n}) memcpy({buf}, {src}, {n} * {dt.itemsize}); "
+                      f"memset({buf} + {n}, 0, ({C} - {n}) * {dt.itemsize}); {dst} = {buf}; }}")
+            self.depth -= 1
+            self.emit("}")
+            return
         if dt == gdt:
             self.emit(f"if ({n}) memcpy({dst}, {src}, {n} * {dt.itemsize});")
         else:

@@ -1,4 +1,5 @@
-"""Row passes over a run-time number of valid columns (libpypto/codegen/c_rows.py)."""
+"""Row runs in the C (libpypto/codegen/c_rows.py): rows read in place, passes over a run-time
+number of valid columns."""
 # no `from __future__ import annotations`: the kernels' annotations use local names
 import numpy as np
 
@@ -38,3 +39,25 @@ def test_reduction_over_a_run_time_width_steps_its_valid_chunks_untested():
     full = run.index("/ 16 * 16;")
     first, second = run.index("for (;", full), run.index("for (;", run.index("for (;", full) + 1)
     assert " < n" not in run[first:second] and " < n" in run[second:]
+
+
+def test_a_loaded_row_is_read_in_place_unless_it_has_a_tail():
+    """A row tile written only by its row load reads a fully valid row where it lies in GM;
+    a row past the valid rows or with fewer valid columns goes to the row on the stack with
+    its tail zeroed, as the copy made it: the same results as numpy either way."""
+    @pypto.jit
+    def rms(x: pypto.Tensor[["T", "H"], pypto.DT_FP32], g: pypto.Tensor[["H"], pypto.DT_FP32],
+            y: pypto.Tensor[["T", "H"], pypto.DT_FP32]):
+        pypto.set_vec_tile_shapes(4, 64)
+        y[:] = pypto.rms_norm(x, g)
+    rng = np.random.default_rng(5)
+    for rows, width in ((10, 64), (7, 40)):
+        x = rng.standard_normal((rows, width), dtype=np.float32)
+        g = rng.standard_normal(width, dtype=np.float32)
+        y = np.zeros_like(x)
+        call_kernel(rms, (x, g, y), {}, threads=2)
+        x64 = x.astype(np.float64)
+        want = x64 / np.sqrt((x64 ** 2).mean(-1, keepdims=True) + 1e-6) * g
+        assert np.allclose(y, want, rtol=1e-5, atol=1e-6)
+    src = code_op(rms._cache[next(iter(rms._cache))].doc).attrs["source"]
+    assert "with a tail */" in src and " == 64) t" in src
