@@ -20,6 +20,10 @@ from ..analysis.expand import Expansion, expand
 MAX_PLANS = 64      # plans kept per executable (per binding, and data read at run time)
 # estimated work under which a run is "tiny" (Plan.tiny)
 TINY_SECONDS = 20e-6
+# a worker takes consecutive instances of a launch together up to about this much estimated
+# work (Plan.batch; rt.c pp_take_batch), at most BATCH_MAX of them
+BATCH_SECONDS = 50e-6
+BATCH_MAX = 64
 
 
 class Plan:
@@ -56,16 +60,10 @@ class Plan:
         prog_of_task = np.asarray([index[t.attrs["program"]] for t in exp.tasks] or [0], np.int32)
         self.prog = np.ascontiguousarray(prog_of_task[task_of_launch[launch_of]] if n
                                          else np.zeros(1, np.int32))
-        self.npred = np.asarray([len(ps) for ps in exp.preds] or [0], np.int32)
-        succ = [[] for _ in range(n)]
-        for i, ps in enumerate(exp.preds):
-            for q in ps:
-                succ[q].append(i)
-        self.succ_off = np.zeros(n + 1, np.int64)
-        self.succ_off[1:] = np.cumsum([len(s) for s in succ]) if n else []
-        self.succ = np.asarray([x for s in succ for x in s] or [0], np.int64)
+        self.npred, self.succ_off, self.succ = _successors(exp.preds, n)
         self.workspaces = {op: np.zeros(exp.shapes[op], op.result.type.dtype.np)
                            for op in exp.gms if "param" not in op.attrs}
+        self._batch = None
 
     @property
     def tiny(self) -> bool:
@@ -74,24 +72,62 @@ class Plan:
         costs more than it saves, and the JIT runs it on the calling thread alone, holding
         the GIL (outputs are the same bits for any thread count). Unknown work is not tiny."""
         if self._tiny is None:
-            from ..analysis.work import task_work
-            exp = self.exp
-            programs = {p.attrs["name"]: p for p in exp.programs}
-            seconds = 0.0
-            try:
-                for lc in exp.launches:
-                    nbytes, flops = task_work(programs[exp.tasks[lc.task].attrs["program"]],
-                                              lc.scalars)
-                    seconds += nbytes / 10e9 + flops / 20e9
-            except Exception:
-                seconds = float("inf")
-            self._tiny = seconds < TINY_SECONDS
+            self._tiny = sum(self._launch_seconds()) < TINY_SECONDS
         return self._tiny
+
+    def _launch_seconds(self) -> list:
+        """Estimated seconds of each launch (GM bytes at 10 GB/s plus FLOPs at 20 GFLOP/s,
+        both below one thread's rates here; inf where the estimate fails)."""
+        from ..analysis.work import task_work
+        exp = self.exp
+        programs = {p.attrs["name"]: p for p in exp.programs}
+        out = []
+        for lc in exp.launches:
+            try:
+                nbytes, flops = task_work(programs[exp.tasks[lc.task].attrs["program"]],
+                                          lc.scalars)
+                out.append(nbytes / 10e9 + flops / 20e9)
+            except Exception:
+                out.append(float("inf"))
+        return out
+
+    @property
+    def batch(self) -> np.ndarray:
+        """Per task instance, how many consecutive instances of its launch a worker may take
+        with it (rt.c pp_take_batch): about BATCH_SECONDS of estimated work, at most
+        BATCH_MAX, 1 for instances of unknown or large work. One lock, one wake-up and one
+        scheduling decision per batch instead of per instance, for launches of many small
+        instances (1-row tiles); the runtime still leaves the other workers their share, and
+        each instance runs as it would alone (the same bits)."""
+        if self._batch is None:
+            exp = self.exp
+            out = np.ones(max(1, exp.n), np.int32)
+            for lc, sec in zip(exp.launches, self._launch_seconds()):
+                per = sec / max(1, lc.n)
+                if lc.n > 1 and 0 < per < BATCH_SECONDS:
+                    out[lc.first:lc.first + lc.n] = min(BATCH_MAX, int(BATCH_SECONDS / per))
+            self._batch = out
+        return self._batch
 
     def instance(self, i: int) -> tuple:
         """(task index, index within its launch) of instance i."""
         lc = self.exp.launches[int(self.exp.launch_of[i])]
         return lc.task, i - lc.first
+
+
+def _successors(preds: list, n: int) -> tuple:
+    """(predecessor counts, CSR offsets, successors) of n instances from their predecessor
+    lists; the successors of each instance in increasing order."""
+    counts = np.fromiter(map(len, preds), np.int64, n) if n else np.zeros(0, np.int64)
+    npred = np.ascontiguousarray(counts.astype(np.int32) if n else np.zeros(1, np.int32))
+    src = np.fromiter((q for ps in preds for q in ps), np.int64, int(counts.sum())) \
+        if n else np.zeros(0, np.int64)
+    dst = np.repeat(np.arange(n, dtype=np.int64), counts)
+    order = np.argsort(src, kind="stable")         # dst increases within each src
+    succ_off = np.zeros(n + 1, np.int64)
+    succ_off[1:] = np.cumsum(np.bincount(src, minlength=n)) if n else []
+    succ = dst[order] if src.size else np.zeros(1, np.int64)
+    return npred, succ_off, np.ascontiguousarray(succ, np.int64)
 
 
 DIRECT_ARGS = 8            # rt.c PP_DIRECT: parameter pointers passed as arguments
@@ -103,7 +139,7 @@ class _LaunchStruct(ctypes.Structure):
                 ("nargs", ctypes.c_int64)] + [
         (name, ctypes.c_void_p) for name in (
             "prog", "tensors", "slot", "bufs", "tensor_off", "scalars", "scalar_off", "npred0",
-            "npred", "succ_off", "succ", "t_start", "t_end", "t_core")] + [
+            "npred", "succ_off", "succ", "t_start", "t_end", "t_core", "batch")] + [
         ("wall_ns", ctypes.c_int64)]
 
 
@@ -146,7 +182,7 @@ class Launcher:
                 "t_core": np.zeros(max(1, n), np.int32),
                 "prog": plan.prog, "tensor_off": plan.tensor_off, "scalars": plan.scalars,
                 "scalar_off": plan.scalar_off, "npred0": np.ascontiguousarray(plan.npred),
-                "succ_off": plan.succ_off, "succ": plan.succ}
+                "succ_off": plan.succ_off, "succ": plan.succ, "batch": plan.batch}
         self._keep = keep                   # the struct points into these arrays
         direct = len(params) <= DIRECT_ARGS
         self.pad = [None] * (DIRECT_ARGS - len(params)) if direct else None
