@@ -120,6 +120,7 @@ class ProgramPlan:
     views: dict = field(default_factory=dict)      # tile -> View
     row_runs: list = field(default_factory=list)   # every RowRun, program order per region
     row_local: set = field(default_factory=set)    # tiles declared per row inside a row run
+    gm_in_place: set = field(default_factory=set)  # one-row loads of a row run read in GM
     units: list = field(default_factory=list)      # the body's units
     bodies: dict = field(default_factory=dict)     # `for` op -> the units of its body
     workspace_bytes: int = 0                       # tmatmul's packed/widened operands
@@ -532,6 +533,9 @@ class _Planner:
         self.plan.row_runs.append(run)
         self.plan.row_local |= run.local
         run.body = [op for op in run.span if op not in run.hoisted]
+        self.plan.gm_in_place |= {op.operands[0] for op in run.span if op.name == "tload"
+                                  and op.operands[0] not in run.local
+                                  and self.one_row_in_run(op, run.span)}
         run.in_place = {op.operands[0] for op in run.body if op.name == "tload"
                         and op.operands[0] in run.local
                         and op.operands[0].type.dtype == op.operands[1].type.dtype
@@ -541,9 +545,29 @@ class _Planner:
         run.tiles = list(dict.fromkeys(v for op in run.body for v in sources(op) + dests(op)))
         run.units = self.units(run.body, run)
 
+    def one_row_in_run(self, op, span: list) -> bool:
+        """Can a load of a tile of one row (a (C,) or (1, ..., 1, C) tile, contiguous in GM)
+        read its row in place in GM: same dtype, its only write, every read of it in the
+        run (whose GM tensors loaded are not stored in it)?"""
+        d, gm = op.operands
+        t = d.type
+        return (t.dtype == gm.type.dtype and all(x == 1 for x in t.shape[:-1])
+                and d not in self.views and self.writes.get(d, 0) == 1
+                and self.reads.get(d, 0) == _count(span, d, sources))
+
     def row_run_at(self, span: list, rows: int) -> RowRun | None:
-        """A RowRun over span if one is worth it and keeps every result, else None."""
-        hoisted = [op for op in span if _row_role(op)[0] == "inv"]
+        """A RowRun over span if one is worth it and keeps every result, else None. A run
+        of one row takes the loads of its (1, C) tiles as its row's (they get a row of their
+        own, read in place), and keeps loads that cannot move before it where they are
+        (nothing moves past another row: there is none)."""
+        hoisted = [op for op in span if _row_role(op)[0] == "inv"
+                   and (rows > 1 or op.operands[0].type.rank != 2)]
+        run = self.row_run_with(span, rows, hoisted)
+        if run is None and rows == 1 and hoisted:
+            run = self.row_run_with(span, rows, [])
+        return run
+
+    def row_run_with(self, span: list, rows: int, hoisted: list) -> RowRun | None:
         body = [op for op in span if op not in hoisted]
         if (not rows or len(body) < 2 or max(_row_role(op)[2] for op in body) < ROW_MIN
                 or all(op.name in ("tload", "tstore") for op in body)

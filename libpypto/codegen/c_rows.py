@@ -56,7 +56,7 @@ class RowRuns:
                 ct = t.dtype.c_type
                 if v in run.in_place:      # a full row in GM, else this row (c_plan.RowRun)
                     decl.append(f"{ct} {n}_b[{t.shape[1]}];  /* row {r} of {t} with a tail */")
-                    decl.append(f"const {ct} *restrict {n} = {n}_b;")
+                    decl.append(f"const {ct} *{n} = {n}_b;")
                 elif v in run.local:
                     decl.append(f"{ct} {n}[{t.shape[1]}];  /* row {r} of {t} */")
                 else:
@@ -114,16 +114,19 @@ class RowRuns:
     def prefetch_rows(self, run) -> list:
         """The next row of each GM tile the run loads row by row, prefetched (into L2) while
         this row is computed: one cache line per 64 bytes of a pass's columns (prefetch()),
-        in the first pass over the row. The last row of the tile prefetches its own row
-        again (a hit) rather than the next tile's, which another core may run. Prefetches
-        never fault and change no value; they let the loads of row r + 1 overlap the
-        arithmetic on row r, which the hardware prefetchers alone do not (they stop at page
-        boundaries and run only a few lines ahead of the demand loads)."""
+        in the first pass over the row. The last row of the tile prefetches the first row of
+        the next tile (the same worker usually runs it: the runtime takes consecutive small
+        instances together), the tensor's last row its own row again. Prefetches never
+        fault and change no value; they let the loads of row r + 1 overlap the arithmetic on
+        row r, which the hardware prefetchers alone do not (they stop at page boundaries and
+        run only a few lines ahead of the demand loads)."""
         out, r, R = [], self.row.var, run.rows
         for op in run.body:
             if op.name == "tload" and self.row_local_of(op.operands[0]):
                 name = self.fresh("pf")
-                out.append((name, self.gm_row_at(op, f"{r} + 1 < {R} ? {r} + 1 : {r}")))
+                gm = op.operands[1]
+                last = f"{self.ex(gm.type.shape[-2])} - 1 - {c._paren(self.ex(op.attrs['offsets'][-2]))}"
+                out.append((name, self.gm_row_at(op, f"pp_min({r} + 1, {last})")))
                 self.row.prefetch.append((name, op.operands[1].type.dtype.itemsize))
         return out
 
@@ -140,6 +143,9 @@ class RowRuns:
 
     def row_tload(self, op) -> None:
         d, gm = op.operands
+        if not self.row_local_of(d):       # a tile every row reads (kept in place, one row)
+            self.i_tload(op)
+            return
         C, dt, gdt = d.type.shape[1], d.type.dtype, gm.type.dtype
         dst = self.row_ptr(d)
         self.emit("{")
