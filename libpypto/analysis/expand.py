@@ -216,86 +216,75 @@ def _granules(boxes: list, shapes: list) -> list:
 
 def _dependencies(boxes: list, first: list, shapes: list, total: int) -> list:
     """Per instance, the sorted ids of the instances it waits for (RAW, WAW, WAR over the
-    granules of every GM tensor). A launch whose instances each cover one granule of a
-    tensor (the common case) is handled with whole-array operations for that tensor; no
-    per-instance numpy call remains (np.unique per instance made 1.5 M instances take
-    minutes)."""
+    granules of every GM tensor). Whole-array operations per launch and access: each access
+    is a list of (granule, instance) pairs (_cell_pairs), a tensor keeps the last writer of
+    each granule and the (granule, instance) pairs of its reads since; no Python runs per
+    instance but to hand out the lists at the end (per-instance numpy calls made 1.5 M
+    instances take minutes, and a first call with new sizes tens of milliseconds)."""
     gran = _granules(boxes, shapes)
     last_w = [np.full(max(1, int(np.prod(c))), -1, np.int64) for _, c in gran]
-    readers: list[dict] = [dict() for _ in shapes]
-    preds: list = [None] * total
+    reads: list = [(_EMPTY, _EMPTY) for _ in shapes]   # per tensor: granules, instances
+    src, dst = [], []                                  # dst waits for src
     for ti, accs in enumerate(boxes):
-        base = first[ti]
-        n = accs[0][2].shape[0] if accs else 0
-        deps = [set() for _ in range(n)]
-        flats = []
-        for gm, mode, lo, hi in accs:
-            g, counts = gran[gm]
-            fl = _flat_boxes(lo, hi, g, counts, shapes[gm])
-            flats.append((gm, mode, fl))
-            _collect(deps, fl, last_w[gm], readers[gm] if mode == "w" else None)
-        for gm, mode, fl in flats:
+        pairs = [(gm, mode) + _cell_pairs(lo, hi, *gran[gm], shapes[gm], first[ti])
+                 for gm, mode, lo, hi in accs]
+        for gm, mode, cells, inst in pairs:
+            w = last_w[gm][cells]
+            src.append(w[w >= 0])
+            dst.append(inst[w >= 0])
+            if mode == "w" and reads[gm][0].size:      # readers since the last write
+                rc, ri = reads[gm]
+                order = np.argsort(cells, kind="stable")
+                at = np.minimum(np.searchsorted(cells[order], rc), max(0, cells.size - 1))
+                hit = cells[order][at] == rc if cells.size else np.zeros(rc.size, bool)
+                src.append(ri[hit])
+                dst.append(inst[order][at[hit]])
+        for gm, mode, cells, inst in pairs:
             if mode == "r":
-                rd = readers[gm]
-                for i, cells in _cells(fl):
-                    for c in cells:
-                        rd.setdefault(c, []).append(base + i)
-        for gm, mode, fl in flats:
-            if mode == "w":
-                _written(fl, last_w[gm], readers[gm], base, gm)
-        for i in range(n):
-            preds[base + i] = sorted(deps[i])
-    # a task that touches no GM (its result unused, its store removed): no dependences
-    return [p if p is not None else [] for p in preds]
+                rc, ri = reads[gm]
+                reads[gm] = (np.concatenate([rc, cells]), np.concatenate([ri, inst]))
+        for gm in {gm for gm, mode, _, _ in pairs if mode == "w"}:
+            cells = np.concatenate([c for g, m, c, _ in pairs if g == gm and m == "w"])
+            inst = np.concatenate([i for g, m, _, i in pairs if g == gm and m == "w"])
+            _written(cells, inst, gm)
+            last_w[gm][cells] = inst
+            rc, ri = reads[gm]
+            if rc.size:
+                keep = ~np.isin(rc, cells)
+                reads[gm] = (rc[keep], ri[keep])
+    return _pred_lists(src, dst, total)
 
 
-def _cells(fl):
-    """(instance, list of granules) pairs of a flat-box result (array or list of arrays)."""
-    if isinstance(fl, np.ndarray):
-        return enumerate([c] for c in fl.tolist())
-    return ((i, c.tolist()) for i, c in enumerate(fl))
+_EMPTY = np.zeros(0, np.int64)
 
 
-def _collect(deps: list, fl, last_w, readers) -> None:
-    """Add to deps the last writer of every granule each instance touches and, for a
-    write (readers given), the readers since."""
-    if isinstance(fl, np.ndarray):
-        w = last_w[fl]
-        for i, x in zip(np.nonzero(w >= 0)[0].tolist(), w[w >= 0].tolist()):
-            deps[i].add(x)
-    else:
-        for i, cells in enumerate(fl):
-            if cells.size:
-                w = last_w[cells]
-                deps[i].update(set(w[w >= 0].tolist()))
-    if readers:
-        for i, cells in _cells(fl):
-            for c in cells:
-                r = readers.get(c)
-                if r:
-                    deps[i].update(r)
+def _pred_lists(src: list, dst: list, total: int) -> list:
+    """Per instance, the sorted distinct instances it waits for, from (src, dst) pairs."""
+    preds: list = [[] for _ in range(total)]
+    s = np.concatenate(src) if src else _EMPTY
+    d = np.concatenate(dst) if dst else _EMPTY
+    if not s.size:
+        return preds
+    key = np.unique(d * np.int64(max(1, total)) + s)
+    d, s = (key // max(1, total)).tolist(), (key % max(1, total)).tolist()
+    lo = 0
+    for hi in range(1, len(d) + 1):
+        if hi == len(d) or d[hi] != d[lo]:
+            preds[d[lo]] = s[lo:hi]
+            lo = hi
+    return preds
 
 
-def _written(fl, last_w, readers, base: int, gm: int) -> None:
-    """Record the instances of a launch as the last writers of the granules they write
-    (refusing two instances of one launch writing one granule)."""
-    if isinstance(fl, np.ndarray):
-        ids = base + np.arange(fl.shape[0], dtype=np.int64)
-        prev = last_w[fl]
-        if np.unique(fl).size != fl.size or ((prev >= base) & (prev != ids)).any():
+def _written(cells: np.ndarray, inst: np.ndarray, gm: int) -> None:
+    """Refuse two instances of one launch writing one granule of tensor gm."""
+    if cells.size > 1 and bool(np.all(cells[1:] > cells[:-1])):
+        return                    # every granule once (instance i writes granule i, ...)
+    if cells.size:
+        lo = int(inst.min())
+        span = np.int64(int(inst.max()) - lo + 1)
+        pairs = np.unique(cells * span + (inst - lo))        # (granule, instance) once each
+        if np.unique(pairs // span).size != pairs.size:
             _overlap(gm)
-        last_w[fl] = ids
-        if readers:
-            for c in fl.tolist():
-                readers.pop(c, None)
-        return
-    for i, cells in enumerate(fl):
-        prev = last_w[cells]
-        if ((prev >= base) & (prev != base + i)).any():
-            _overlap(gm)
-        last_w[cells] = base + i
-        for c in cells.tolist():
-            readers.pop(c, None)
 
 
 def _overlap(gm: int):
@@ -303,27 +292,32 @@ def _overlap(gm: int):
                      f"(a task's write footprints must be disjoint)")
 
 
-def _flat_boxes(lo, hi, g, counts, shape):
-    """Flat granule indices covered by each instance's box [lo, hi): one array of n
-    indices when every box is one granule, else a list of n arrays."""
-    n = lo.shape[0]
-    r = len(shape)
+def _cell_pairs(lo, hi, g, counts, shape, base: int) -> tuple:
+    """(granules, instances): every granule each instance's box [lo, hi) covers, with the
+    instance's id (base + its index), as two flat arrays. Instances whose boxes span the
+    same number of granules per dim are done together (one group in the common case, a
+    second for the tail)."""
+    n, r = lo.shape[0], len(shape)
+    ids = base + np.arange(n, dtype=np.int64)
     if r == 0:
-        return np.zeros(n, np.int64)
+        return np.zeros(n, np.int64), ids
     lo = np.clip(lo, 0, np.array(shape))
     hi = np.clip(hi, 0, np.array(shape))
     glo = lo // np.array(g)
-    ghi = -(-hi // np.array(g))
-    empty = np.any(hi <= lo, axis=1)
-    single = np.all(ghi - glo == 1, axis=1) & ~empty
-    out: list = [None] * n
-    if single.all():        # one granule per instance: a flat array, one entry each
-        return np.ravel_multi_index(tuple(glo[:, d] for d in range(r)), counts)
-    for i in range(n):
-        if empty[i]:
-            out[i] = np.zeros(0, np.int64)
-            continue
-        ranges = [np.arange(glo[i, d], ghi[i, d]) for d in range(r)]
-        mesh = np.ix_(*ranges)
-        out[i] = np.ravel_multi_index(tuple(np.broadcast_arrays(*mesh)), counts).ravel()
-    return out
+    ext = np.where(np.any(hi <= lo, axis=1)[:, None], 0, -(-hi // np.array(g)) - glo)
+    if np.all(ext == 1):          # one granule per instance
+        return np.ravel_multi_index(tuple(glo[:, d] for d in range(r)), counts), ids
+    cells, inst = [], []
+    groups, which = np.unique(ext, axis=0, return_inverse=True)
+    for k, e in enumerate(groups):
+        if not np.all(e > 0):
+            continue              # empty boxes cover nothing
+        sel = np.flatnonzero(which.reshape(-1) == k)
+        offs = np.indices(tuple(int(x) for x in e), dtype=np.int64).reshape(r, -1)
+        at = glo[sel][:, :, None] + offs[None]              # (instances, dims, cells)
+        cells.append(np.ravel_multi_index(tuple(at[:, d].reshape(-1) for d in range(r)),
+                                          counts))
+        inst.append(np.repeat(ids[sel], offs.shape[1]))
+    if not cells:
+        return _EMPTY, _EMPTY
+    return np.concatenate(cells), np.concatenate(inst)
