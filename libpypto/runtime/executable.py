@@ -78,6 +78,8 @@ class Plan:
     def _launch_seconds(self) -> list:
         """Estimated seconds of each launch (GM bytes at 10 GB/s plus FLOPs at 20 GFLOP/s,
         both below one thread's rates here; inf where the estimate fails)."""
+        if getattr(self, "_seconds", None) is not None:
+            return self._seconds
         from ..analysis.work import task_work
         exp = self.exp
         programs = {p.attrs["name"]: p for p in exp.programs}
@@ -89,6 +91,7 @@ class Plan:
                 out.append(nbytes / 10e9 + flops / 20e9)
             except Exception:
                 out.append(float("inf"))
+        self._seconds = out
         return out
 
     @property
