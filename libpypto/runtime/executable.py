@@ -215,6 +215,109 @@ class Launcher:
                 "core": k["t_core"][:n].copy(), "wall_s": self.struct.wall_ns / 1e9}
 
 
+FAST_MISS = -2             # rt.c PP_FAST_MISS: an argument does not match the plan
+FAST_RANK = 8              # rt.c PP_FAST_RANK
+# numpy's array flags the fast call compares (NPY_ARRAY_C_CONTIGUOUS, _ALIGNED, _WRITEABLE)
+_FLAGS_MASK = 0x1 | 0x100 | 0x400
+
+
+class _FastStruct(ctypes.Structure):
+    """rt.c's pp_fast, field for field."""
+    _fields_ = [("nargs", ctypes.c_int64), ("type", ctypes.c_void_p)] + [
+        (f"off_{n}", ctypes.c_int64) for n in ("type", "data", "nd", "dims", "descr", "flags")
+    ] + [("flags_mask", ctypes.c_int64), ("nd", ctypes.c_int64 * DIRECT_ARGS),
+         ("flags", ctypes.c_int64 * DIRECT_ARGS), ("param", ctypes.c_int64 * DIRECT_ARGS),
+         ("descr", ctypes.c_void_p * DIRECT_ARGS),
+         ("dims", (ctypes.c_int64 * FAST_RANK) * DIRECT_ARGS), ("L", ctypes.c_void_p)]
+
+
+_LAYOUT: list = []
+
+
+def array_layout() -> dict | None:
+    """Where numpy's array object keeps its type, data pointer, rank, sizes, dtype and flags
+    (byte offsets), found on live arrays and checked against what numpy reports; None if
+    the layout is not the expected one (then no call takes the fast path)."""
+    if _LAYOUT:
+        return _LAYOUT[0]
+    found = None
+    try:
+        ptr = ctypes.sizeof(ctypes.c_void_p)
+        lay = {"type": ptr, "data": 2 * ptr, "nd": 3 * ptr, "dims": 4 * ptr,
+               "descr": 7 * ptr, "flags": 8 * ptr}
+        a = np.zeros((3, 5), np.float32)
+        ro = np.zeros((2, 7, 4), np.int64)[:, ::2]
+        ro.flags.writeable = False
+
+        def at(x, off, ct):
+            return ct.from_address(id(x) + off).value
+
+        for x in (a, ro):
+            dims = ctypes.cast(at(x, lay["dims"], ctypes.c_void_p),
+                               ctypes.POINTER(ctypes.c_int64))
+            bits = at(x, lay["flags"], ctypes.c_int)
+            ok = (at(x, lay["type"], ctypes.c_void_p) == id(np.ndarray)
+                  and at(x, lay["data"], ctypes.c_void_p) == x.ctypes.data
+                  and at(x, lay["nd"], ctypes.c_int) == x.ndim
+                  and [dims[d] for d in range(x.ndim)] == list(x.shape)
+                  and at(x, lay["descr"], ctypes.c_void_p) == id(x.dtype)
+                  and bool(bits & 0x1) == x.flags.c_contiguous
+                  and bool(bits & 0x100) == x.flags.aligned
+                  and bool(bits & 0x400) == x.flags.writeable)
+            if not ok:
+                break
+        else:
+            found = lay
+    except Exception:
+        found = None
+    _LAYOUT.append(found)
+    return found
+
+
+class FastCall:
+    """A call plan's hit as one foreign call (rt.c pypto_fast): the arguments go to C as
+    the addresses of the Python objects, C checks each against this plan (numpy array type, rank, sizes, dtype
+    object, flags) and reads its data pointer, then launches. `run` returns FAST_MISS when
+    an argument differs (the caller takes the full path), else 0; a failed run raises."""
+
+    def __init__(self, fn, launcher, arrays: list, names: list, layout: dict):
+        self.fn, self.launcher = fn, launcher
+        self.nargs = len(arrays)
+        self.pad = [None] * (DIRECT_ARGS - len(arrays))
+        self._dtypes = [a.dtype for a in arrays]          # the descr pointers stay valid
+        st = _FastStruct(nargs=len(arrays), type=id(np.ndarray), flags_mask=_FLAGS_MASK,
+                         L=launcher.addr, **{f"off_{k}": v for k, v in layout.items()})
+        for i, (a, n) in enumerate(zip(arrays, names)):
+            st.nd[i] = a.ndim
+            st.descr[i] = id(a.dtype)
+            st.flags[i] = ((0x1 if a.flags.c_contiguous else 0) | (0x100 if a.flags.aligned
+                           else 0) | (0x400 if a.flags.writeable else 0))
+            st.param[i] = launcher.params.index(n) if n in launcher.params else -1
+            for d, x in enumerate(a.shape):
+                st.dims[i][d] = x
+        self.struct = st
+        self.addr = ctypes.addressof(st)
+
+    @staticmethod
+    def make(fn, launcher, arrays: list, names: list) -> "FastCall | None":
+        """The fast call of a launcher for arguments like arrays, if the call can take it
+        (at most DIRECT_ARGS parameters, direct; ranks up to FAST_RANK; numpy's layout
+        as expected)."""
+        layout = array_layout()
+        if (fn is None or layout is None or launcher.pad is None or len(arrays) > DIRECT_ARGS
+                or any(type(a) is not np.ndarray or a.ndim > FAST_RANK for a in arrays)):
+            return None
+        return FastCall(fn, launcher, arrays, names, layout)
+
+    def run(self, args: tuple, nthreads: int) -> int:
+        """One launch with args (the caller keeps them alive: C gets their addresses)."""
+        rc = self.fn(self.addr, nthreads, *map(id, args), *self.pad)
+        if rc == 0 or rc == FAST_MISS:
+            return rc
+        raise PyptoError("the runtime could not start its worker threads or arenas, or its "
+                         "task tables have a dependency cycle")
+
+
 class NativeExecutable:
     """A compiled shared library of programs plus the runtime, with plans per binding."""
 
@@ -231,6 +334,13 @@ class NativeExecutable:
             self.launch = self.lib.pypto_launch
             self.launch_gil = ctypes.PyDLL(lib_path).pypto_launch
             for f in (self.launch, self.launch_gil):
+                f.argtypes = [ctypes.c_void_p, ctypes.c_int] + [ctypes.c_void_p] * DIRECT_ARGS
+                f.restype = ctypes.c_int
+            # the fast call reads its arguments' fields (the objects at the addresses it gets,
+            # alive for the call): with the GIL (tiny runs) or without
+            self.fast = self.lib.pypto_fast
+            self.fast_gil = ctypes.PyDLL(lib_path).pypto_fast
+            for f in (self.fast, self.fast_gil):
                 f.argtypes = [ctypes.c_void_p, ctypes.c_int] + [ctypes.c_void_p] * DIRECT_ARGS
                 f.restype = ctypes.c_int
 

@@ -360,6 +360,54 @@ int pypto_launch(pp_launch *L, int nthreads, void *p0, void *p1, void *p2, void 
 }
 
 
+/* The call-plan cache's hit in one foreign call (libpypto/jit.py, _FastCall, mirrors this
+   struct): the arguments come as the Python objects themselves, and a plan runs only if each
+   is a numpy array of exactly the type, rank, sizes, dtype object and flags (C-contiguous,
+   aligned, writeable) the plan was made for; its data pointer is then read from the array
+   and the launch runs as pypto_launch. The array's layout (where the data pointer, rank,
+   sizes, dtype and flags sit in numpy's array object) was probed from Python on a live
+   array when the library was loaded. Returns PP_FAST_MISS when an argument does not match
+   (the caller then takes the full path, which checks everything), else pypto_launch's
+   result. The caller holds a reference to every argument for the call. */
+#define PP_FAST_MISS (-2)
+#define PP_FAST_RANK 8
+typedef struct {
+    int64_t nargs;                           /* tensor arguments */
+    const void *type;                        /* numpy.ndarray */
+    int64_t off_type, off_data, off_nd, off_dims, off_descr, off_flags;
+    int64_t flags_mask;
+    int64_t nd[PP_DIRECT], flags[PP_DIRECT], param[PP_DIRECT];  /* param: its launch slot */
+    const void *descr[PP_DIRECT];
+    int64_t dims[PP_DIRECT][PP_FAST_RANK];
+    pp_launch *L;
+} pp_fast;
+
+static int pp_fast_arg(const pp_fast *F, int64_t i, const char *o, void **data) {
+    if (!o || *(const void *const *)(o + F->off_type) != F->type) return 0;
+    if (*(const int *)(o + F->off_nd) != F->nd[i]) return 0;
+    if (*(const void *const *)(o + F->off_descr) != F->descr[i]) return 0;
+    if ((*(const int *)(o + F->off_flags) & F->flags_mask) != F->flags[i]) return 0;
+    const int64_t *dims = *(const int64_t *const *)(o + F->off_dims);
+    for (int64_t d = 0; d < F->nd[i]; d++)
+        if (dims[d] != F->dims[i][d]) return 0;
+    *data = *(void *const *)(o + F->off_data);
+    return 1;
+}
+
+int pypto_fast(pp_fast *F, int nthreads, const char *a0, const char *a1, const char *a2,
+               const char *a3, const char *a4, const char *a5, const char *a6,
+               const char *a7) {
+    const char *args[PP_DIRECT] = {a0, a1, a2, a3, a4, a5, a6, a7};
+    void *p[PP_DIRECT] = {0};
+    if (F->nargs > PP_DIRECT) return PP_FAST_MISS;
+    for (int64_t i = 0; i < F->nargs; i++) {
+        void *data;
+        if (!pp_fast_arg(F, i, args[i], &data)) return PP_FAST_MISS;
+        if (F->param[i] >= 0) p[F->param[i]] = data;
+    }
+    return pypto_launch(F->L, nthreads, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
+}
+
 #ifdef PYPTO_STANDALONE
 /* A run in a process of its own: the sanitized build (pypto-run --sanitize) is this program.
 
