@@ -102,6 +102,7 @@ class _Program(MoreInstrs, RowRuns):
         self.workspace = workspace     # where tmatmul's workspace starts in the arena
         self.view_info: dict = {}      # view tile -> (pointer, row stride, valid rows, cols)
         self.row = None                # while printing a row run: its c_rows._RowState
+        self.bits: dict = {}           # a chain's value rounded to fp16/bf16 -> (dtype, bits)
         self.lines: list[str] = []
         self.depth = 1
         self.tmp = 0
@@ -184,7 +185,7 @@ class _Program(MoreInstrs, RowRuns):
             return
         ct, n = t.dtype.c_type, self.names[v]
         if v in self.plan.gm_in_place:    # its row in GM when whole, else here (load_row)
-            self.emit(f"{ct} *const {n}_b = ({ct} *)(B + {self.plan.extent[v][0]});  /* {t} */")
+            self.emit(f"{ct} {n}_b[{t.nbytes // t.dtype.itemsize}];  /* {t}, a row with a tail */")
             self.emit(f"const {ct} *{n} = {n}_b;")
             return
         self.emit(f"{ct} *const {n} = ({ct} *)(B + {self.plan.extent[v][0]});  /* {t} */")
@@ -498,6 +499,7 @@ class _Program(MoreInstrs, RowRuns):
                 sv = var + "_s"
                 self.emit(f"{pad}const {dt.c_type} {sv} = {st};")
                 self.emit(f"{pad}const {ctype} {var} = {_ld(dt, sv)};")
+                self.bits[var] = (dt, sv)     # a store of var into dt stores sv as it is
             if op in stored:
                 self.emit(f"{pad}{lvalue(dst)} = {sv};")
             local[dst] = var

@@ -61,3 +61,60 @@ def test_a_loaded_row_is_read_in_place_unless_it_has_a_tail():
         assert np.allclose(y, want, rtol=1e-5, atol=1e-6)
     src = code_op(rms._cache[next(iter(rms._cache))].doc).attrs["source"]
     assert "with a tail */" in src and " == 64) t" in src
+
+
+def test_tiles_of_three_dims_run_row_by_row_and_share_broadcast_rows():
+    """A chain over (2, 4, C) tiles is one row run over its 8 rows (the points of the two
+    leading dims); a (1, 4, C) operand broadcast along the first is loaded once and each
+    row reads its row of it. Bit for bit the result of the same chain on the flattened
+    (rows, C) tensors, and within fp32 rounding of numpy."""
+    @pypto.jit
+    def sm3(x: pypto.Tensor[[4, 8, 256], pypto.DT_FP32],
+            g: pypto.Tensor[[1, 8, 256], pypto.DT_FP32],
+            y: pypto.Tensor[[4, 8, 256], pypto.DT_FP32]):
+        pypto.set_vec_tile_shapes(2, 4, 256)
+        z = x * g
+        e = pypto.exp(z - pypto.amax(z, dim=-1, keepdim=True))
+        y[:] = e / pypto.sum(e, dim=-1, keepdim=True)
+
+    @pypto.jit
+    def sm2(x: pypto.Tensor[[32, 256], pypto.DT_FP32], g: pypto.Tensor[[32, 256], pypto.DT_FP32],
+            y: pypto.Tensor[[32, 256], pypto.DT_FP32]):
+        pypto.set_vec_tile_shapes(8, 256)
+        z = x * g
+        e = pypto.exp(z - pypto.amax(z, dim=-1, keepdim=True))
+        y[:] = e / pypto.sum(e, dim=-1, keepdim=True)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((4, 8, 256), dtype=np.float32)
+    g = rng.standard_normal((1, 8, 256), dtype=np.float32)
+    y = np.zeros_like(x)
+    call_kernel(sm3, (x, g, y), {}, threads=2)
+    src = code_op(sm3._cache[next(iter(sm3._cache))].doc).attrs["source"]
+    assert "tstore: one row at a time */" in src and "of ub.f32[2, 4, 256] */" in src
+    y2 = np.zeros((32, 256), np.float32)
+    g2 = np.ascontiguousarray(np.broadcast_to(g, x.shape).reshape(32, 256))
+    call_kernel(sm2, (x.reshape(32, 256), g2, y2), {}, threads=1)
+    assert np.array_equal(y.reshape(32, 256).view(np.uint32), y2.view(np.uint32))
+    z = x.astype(np.float64) * g
+    e = np.exp(z - z.max(-1, keepdims=True))
+    assert np.allclose(y, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_stores_into_disjoint_halves_of_a_row_share_a_run():
+    """Two stores into one tensor whose column ranges cannot meet (y[:, :128], y[:, 128:])
+    stay in one row run; fp16 results are stored as the bits they were rounded to: the
+    same bytes as numpy rounding each fp32 result to fp16."""
+    @pypto.jit
+    def halves(x: pypto.Tensor[[16, 256], pypto.DT_FP16],
+               y: pypto.Tensor[[16, 256], pypto.DT_FP16]):
+        pypto.set_vec_tile_shapes(4, 128)
+        y[:, :128] = x[:, :128] * x[:, 128:]
+        y[:, 128:] = x[:, 128:] + x[:, :128]
+    x = np.random.default_rng(7).standard_normal((16, 256)).astype(np.float16)
+    y = np.zeros_like(x)
+    call_kernel(halves, (x, y), {}, threads=2)
+    src = code_op(halves._cache[next(iter(halves._cache))].doc).attrs["source"]
+    assert "tload tload tmul tstore tadd tstore: one row at a time */" in src
+    a, b = x[:, :128].astype(np.float32), x[:, 128:].astype(np.float32)
+    want = np.concatenate([(a * b).astype(np.float16), (b + a).astype(np.float16)], axis=1)
+    assert np.array_equal(y.view(np.uint16), want.view(np.uint16))
