@@ -19,6 +19,14 @@ Two tables, with one thread and with two:
   any time the OS gave the core to another process), and the median gap between one
   worker's consecutive tasks (the same cost, robust to preemption on a shared machine).
 
+- first call: a call with sizes not seen before on large kernels (softmax 4096 x 4096 in
+  8-row tiles and rmsnorm 16384 x 1024 in 1-row tiles, the row count named): where the
+  time goes on the calling thread's CPU clock, the expansion of the task instances with
+  their dependencies and access check (analysis/expand.py), the tables of the plan and its
+  launcher (runtime/executable.py), then the whole first call beside a second call with
+  the same arrays (the kernel's run itself; outputs written to before, so no first-touch
+  faults).
+
 Method: interleaved batches of 100 calls (a batch of one side, then of the other), the per-call
 mean of each batch, medians over batches. Times are measured, never asserted.
 
@@ -91,13 +99,14 @@ def call_rows(reps: int, batch: int) -> list:
             work.append(task_time(add)[0])     # the batch's last call
             np_out.append(per_call(lambda: np.add(x, y, out=o), batch, np_cpu))
             np_alloc.append(per_call(lambda: x + y, batch))
-        fresh = []
+        fresh, fresh_cpu = [], []
         for k in range(min(reps, 20)):           # DYNAMIC sizes not seen before: plan misses
             xs = np.ones((8 + 8 * (k + 1) + 1000 * threads, 256), np.float32)
             os_ = np.zeros_like(xs)
-            t0 = time.perf_counter()
+            c0, t0 = time.thread_time(), time.perf_counter()
             add(xs, xs, os_)
             fresh.append(time.perf_counter() - t0)
+            fresh_cpu.append(time.thread_time() - c0)
         a, w = statistics.median(ours), statistics.median(work)
         c = statistics.median(cpu)
         rows.append(["8x256 f32 add", threads, f"{a * 1e6:.2f}", f"{min(ours) * 1e6:.2f}",
@@ -105,7 +114,65 @@ def call_rows(reps: int, batch: int) -> list:
                      f"{(c - w) * 1e6:.2f}", f"{statistics.median(np_out) * 1e6:.2f}",
                      f"{statistics.median(np_cpu) * 1e6:.2f}",
                      f"{statistics.median(np_alloc) * 1e6:.2f}",
-                     f"{statistics.median(fresh) * 1e6:.0f}"])
+                     f"{statistics.median(fresh) * 1e6:.0f}",
+                     f"{statistics.median(fresh_cpu) * 1e6:.0f}"])
+    return rows
+
+
+@pypto.jit
+def softmax(x: pypto.Tensor[["T", 4096], pypto.DT_FP32],
+            y: pypto.Tensor[["T", 4096], pypto.DT_FP32]):
+    pypto.set_vec_tile_shapes(8, 4096)
+    e = pypto.exp(x - pypto.amax(x, dim=-1, keepdim=True))
+    y[:] = e / pypto.sum(e, dim=-1, keepdim=True)
+
+
+@pypto.jit
+def rmsnorm(x: pypto.Tensor[["T", 1024], pypto.DT_FP32], g: pypto.Tensor[[1024], pypto.DT_FP32],
+            y: pypto.Tensor[["T", 1024], pypto.DT_FP32]):
+    pypto.set_vec_tile_shapes(1, 1024)
+    y[:] = pypto.rms_norm(x, g)
+
+
+def first_call_rows(reps: int, quick: bool) -> list:
+    """CPU ms of a call with new sizes: expansion, plan tables, the whole first call and a
+    second call with the same arrays (calling thread, one thread)."""
+    from libpypto.analysis.bind import run_sizes
+    from libpypto.analysis.expand import expand
+    from libpypto.jit import call_kernel
+    from libpypto.runtime.executable import Plan
+    rows = []
+    for k, base, extra in ((softmax, 4096, ()), (rmsnorm, 16384, (1024,))):
+        base //= 8 if quick else 1
+        width = 4096 if k is softmax else 1024
+        ins = lambda t: [np.ones((t, width), np.float32), *(np.ones(e, np.float32)
+                                                           for e in extra)]
+        a = ins(16)
+        call_kernel(k, (*a, np.zeros_like(a[0])), {}, threads=1)
+        doc, exe = next(iter(k._cache.values())).last
+        t_exp, t_tab, t_first, t_again = [], [], [], []
+        for i in range(reps):
+            t = base + 1 + i                     # a size not seen before
+            a = ins(t)
+            out = np.ones_like(a[0])
+            names = [n for n, _ in k.tensor_params]
+            env = run_sizes(doc, dict(zip(names, (*a, out))))
+            c0 = time.thread_time()
+            e = expand(doc, env)
+            c1 = time.thread_time()
+            exe.launcher(Plan(e))
+            c2 = time.thread_time()
+            call_kernel(k, (*a, out), {}, threads=1)
+            c3 = time.thread_time()
+            call_kernel(k, (*a, out), {}, threads=1)
+            c4 = time.thread_time()
+            t_exp.append(c1 - c0), t_tab.append(c2 - c1)
+            t_first.append(c3 - c2), t_again.append(c4 - c3)
+        med = statistics.median
+        rows.append([f"{k.name} {base}x{width}, {e.n} instances", f"{med(t_exp) * 1e3:.1f}",
+                     f"{med(t_tab) * 1e3:.1f}", f"{med(t_first) * 1e3:.1f}",
+                     f"{med(t_again) * 1e3:.1f}",
+                     f"{(med(t_first) - med(t_again)) * 1e3:.1f}"])
     return rows
 
 
@@ -164,11 +231,15 @@ def main(argv=None) -> int:
     print(tabulate(call_rows(reps, batch),
                    headers=["call", "threads", "pypto call us", "best", "cpu us", "kernel work us",
                             "overhead us", "overhead cpu us", "np.add(out=) us",
-                            "np.add cpu us", "numpy x+y us", "new size us"]))
+                            "np.add cpu us", "numpy x+y us", "new size us", "new size cpu us"]))
     print()
     print(tabulate(dispatch_rows(reps, 64 if args.quick else 4096),
                    headers=["run", "threads", "wall ms", "wall/task us", "task time/task us",
                             "dispatch/task us (mean)", "gap/task us (median)"]))
+    print()
+    print(tabulate(first_call_rows(3 if args.quick else min(args.reps, 9), args.quick),
+                   headers=["first call with new sizes (cpu ms)", "expand", "plan tables",
+                            "first call", "second call", "first - second"]))
     return 0
 
 

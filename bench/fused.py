@@ -1,37 +1,42 @@
 """Fused memory-bound ops side by side in one process: pypto with 1 and 2 threads, numpy,
 torch eager and torch.compile (when torch is importable; the run says so when it is not),
-against STREAM triad measured in the same process by a tiny compiled C triad.
+against the machine's STREAM triad measured in the same process (bench/limits.py).
 
     python bench/fused.py [--reps N] [--quick] [--ops softmax,rmsnorm,...] [--no-dynamic]
-                          [--no-tiles]
+                          [--no-tiles] [--no-examples] [--clock wall|cpu] [--rows R]
 
 Ops, fp32, written as a user writes them (pypto's library functions where it has them):
 softmax, rmsnorm, layernorm, gelu (tanh and erf forms), silu(g) * u, add + rmsnorm (returns
 the normalised rows and the residual sum) and rope (half-rotate form on (T, heads, 128)),
-each at 4096 x 4096 and 16384 x 1024 (rope: the same bytes as T x heads x 128).
+each at 4096 x 4096 and 16384 x 1024 (rope: the same bytes as T x heads x 128). Then the
+examples' fused chains (examples/*.py, their own kernels, tiles and dtypes) at sizes of
+64 MiB per tensor.
 
 Bytes are the minimum traffic: every input read once and every output written once
 (rope's cos/sin tables included). GB/s = bytes / median time; "of STREAM" divides by the
 triad bandwidth with the same number of threads (ordinary stores; counted as 3 arrays, as
-STREAM does). pypto writes into preallocated outputs (first-touch faults paid once, in the
-warm-up call); numpy and torch eager allocate their results as users' code does. Each timed
-call follows an untimed call of the same implementation; medians of --reps runs, the
-implementations interleaved. The threads: pypto's run option (jit.call_kernel(...,
-threads=n)); numpy's elementwise code is single-threaded; torch uses torch.set_num_threads(2).
+STREAM does; best of 10, measured at the start and again at the end). "2T/1T" is pypto's
+1-thread time over its 2-thread time. torch runs with torch.set_num_threads(2) (torch.compile
+compiled for it); "tc / pypto" is torch.compile's time over pypto's 2-thread time. pypto
+writes into preallocated outputs (first-touch faults paid once, in the warm-up call); numpy
+and torch eager allocate their results as users' code does. Each timed call follows an
+untimed call of the same implementation; medians of --reps runs, the implementations
+interleaved. `--clock cpu` times every side on the process's CPU clock divided by its
+thread count, and STREAM on its threads' CPU clocks (on a machine other processes load:
+what the cores did while they ran this); torch then runs with one thread and "tc / pypto"
+compares it with pypto's one thread.
 
-Three tables: the ops side by side (static sizes, 8-row tiles); the inner (hidden) dim named
-("H") instead of static, as a ratio to static; and tile rows 1, 4, 16, 64 (a whole row in the
-tile; "UB" where the tile does not fit the target's buffer), as a ratio to the best.
+Three more tables: the inner (hidden) dim named ("H") instead of static, as a ratio to
+static; tile rows 1 to 64 (a whole row in the tile; "UB" where the tile does not fit the
+target's buffer), as a ratio to the best, with 1 and 2 threads.
 """
 # no `from __future__ import annotations`: the kernels' annotations use local names
 import argparse
-import ctypes
+import importlib.util
 import math
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -43,64 +48,15 @@ sys.path.insert(0, ROOT)
 import libpypto as pypto                                       # noqa: E402
 from libpypto.errors import PyptoError                         # noqa: E402
 from libpypto.jit import call_kernel                           # noqa: E402
-from libpypto.runtime.compiler import find_cc                  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import limits                                                  # noqa: E402
 
 EPS = 1e-6
 F32 = pypto.DT_FP32
 SHAPES = [(4096, 4096), (16384, 1024)]
 HEAD = 128
 TOK = "T"          # the token (row) dim: named, one compile for any count
-
-# -- STREAM triad ------------------------------------------------------------------------------
-
-TRIAD_C = r"""
-#include <pthread.h>
-#include <stdint.h>
-typedef struct { float *a; const float *b, *c; int64_t lo, hi; float s; } job_t;
-static void *run(void *p) {
-    job_t *j = (job_t *)p;
-    for (int64_t i = j->lo; i < j->hi; i++) j->a[i] = j->b[i] + j->s * j->c[i];
-    return 0;
-}
-void triad(float *a, const float *b, const float *c, int64_t n, float s, int nt) {
-    pthread_t th[64];
-    job_t jobs[64];
-    for (int t = 0; t < nt; t++) {
-        jobs[t] = (job_t){a, b, c, n * t / nt, n * (t + 1) / nt, s};
-        if (t) pthread_create(&th[t], 0, run, &jobs[t]);
-    }
-    run(&jobs[0]);
-    for (int t = 1; t < nt; t++) pthread_join(th[t], 0);
-}
-"""
-
-
-def load_triad():
-    cc = find_cc()
-    if cc is None:
-        raise SystemExit("fused.py: no C compiler for the STREAM triad")
-    tmp = tempfile.mkdtemp(prefix="pypto-triad-")
-    src, lib = os.path.join(tmp, "triad.c"), os.path.join(tmp, "triad.so")
-    with open(src, "w", encoding="utf-8") as f:
-        f.write(TRIAD_C)
-    subprocess.run([cc, "-O3", "-march=native", "-fPIC", "-shared", src, "-o", lib, "-pthread"],
-                   check=True)
-    fn = ctypes.CDLL(lib).triad
-    fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64, ctypes.c_float, ctypes.c_int]
-    return fn
-
-
-def stream_triad(fn, threads: int, reps: int, n: int = 1 << 24) -> float:
-    """Triad bandwidth in GB/s (3 arrays of n floats, median of reps)."""
-    a, b, c = (np.full(n, v, np.float32) for v in (0.0, 1.0, 2.0))
-    ptr = [x.ctypes.data for x in (a, b, c)]
-    ts = []
-    for _ in range(reps):
-        fn(*ptr, n, 3.0, threads)
-        t0 = time.perf_counter()
-        fn(*ptr, n, 3.0, threads)
-        ts.append(time.perf_counter() - t0)
-    return 3 * n * 4 / statistics.median(ts) / 1e9
 
 
 # -- the ops, as a user writes them --------------------------------------------------------------
@@ -263,21 +219,26 @@ def check(op, args, nargs, nout):
     else:
         w = OPS[op][1](*nargs)
         want = list(w) if isinstance(w, tuple) else [w]
+    close(op, got, want, 1e-4)
+
+
+def close(name, got, want, tol):
     for g, w in zip(got, want):
-        if not np.allclose(g, w, rtol=1e-4, atol=1e-4):
-            raise SystemExit(f"fused.py: {op}: pypto differs from numpy "
+        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        if not np.allclose(g, w, rtol=tol, atol=tol):
+            raise SystemExit(f"fused.py: {name}: pypto differs from numpy "
                              f"(max abs error {float(np.abs(g - w).max()):.3g})")
 
 
 # -- torch (optional) ----------------------------------------------------------------------------
 
-def torch_impls():
-    """{op: fn(*torch tensors)}, torch.compile of them, or (None, None, why)."""
+def torch_impls(threads: int):
+    """({op: fn(*torch tensors)}, torch.compile of them, torch, "") or (None, None, None, why)."""
     try:
         import torch
     except ImportError:
-        return None, None, "torch is not importable (pip install torch for these columns)"
-    torch.set_num_threads(2)
+        return None, None, None, "torch is not importable (pip install -e .[bench] for these columns)"
+    torch.set_num_threads(threads)
     F = torch.nn.functional
 
     def rms(x, g):
@@ -287,6 +248,13 @@ def torch_impls():
         half = x.shape[-1] // 2
         x1, x2 = x[..., :half], x[..., half:]
         return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)
+
+    def ex_rms_res(x, r, g):
+        s = x.float() + r.float()
+        return rms(s, g.float()).bfloat16(), s.bfloat16()
+
+    def ex_rope(x, c, s):
+        return rope(x.float(), c, s).bfloat16()
     eager = {
         "softmax": lambda x: torch.softmax(x, -1),
         "rmsnorm": rms,
@@ -296,32 +264,78 @@ def torch_impls():
         "silu_mul": lambda g, u: F.silu(g) * u,
         "add_rmsnorm": lambda x, r, g: (rms(x + r, g), x + r),
         "rope": rope,
+        "ex:softmax": lambda x: torch.softmax(x, -1),
+        "ex:softmax_batch": lambda x: torch.softmax(x, -1),
+        "ex:rmsnorm": rms,
+        "ex:rmsnorm_residual": ex_rms_res,
+        "ex:layernorm": lambda x, g, b: F.layer_norm(x.float(), x.shape[-1:], g, b,
+                                                     EPS).bfloat16(),
+        "ex:rope": ex_rope,
     }
     compiled = {k: torch.compile(f) for k, f in eager.items()}
-    return eager, compiled, ""
+    return eager, compiled, torch, ""
+
+
+def to_torch(torch, a):
+    """A numpy array as a torch tensor sharing its memory (bf16 through its bits)."""
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view(np.uint16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+# -- the examples' fused chains ------------------------------------------------------------------
+
+def _example(name):
+    spec = importlib.util.spec_from_file_location(f"ex_{name}",
+                                                  os.path.join(ROOT, "examples", f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def example_cases(quick: bool, rng):
+    """(name, shape, kernel, pypto args, numpy args, numpy fn, output names) per example:
+    its kernel as written, at 64 MiB per activation tensor (1/8 of it when quick)."""
+    import ml_dtypes
+    bf = ml_dtypes.bfloat16
+    q = 8 if quick else 1
+
+    def rnd(*s, dt=np.float32):
+        return rng.standard_normal(s, dtype=np.float32).astype(dt)
+    out = []
+    for name, shape, make in (
+            ("softmax", (16384 // q, 1024), lambda s: (rnd(*s),)),
+            ("softmax_batch", (2048 // q, 32, 1, 256), lambda s: (rnd(*s),)),
+            ("rmsnorm", (4096 // q, 4096), lambda s: (rnd(*s), rnd(s[1]))),
+            ("rmsnorm_residual", (131072 // q, 256),
+             lambda s: (rnd(*s, dt=bf), rnd(*s, dt=bf), rnd(s[1], dt=bf))),
+            ("layernorm", (262144 // q, 128), lambda s: (rnd(*s, dt=bf), rnd(s[1]), rnd(s[1]))),
+            ("rope", (65536 // q, 8, 64),
+             lambda s: (rnd(*s, dt=bf), rnd(s[0], 1, 32), rnd(s[0], 1, 32)))):
+        mod = _example(name)
+        k = getattr(mod, name)
+        ins = make(shape)
+        want = mod.reference(*ins)
+        outs = [np.zeros_like(w) for w in want.values()]
+        out.append((name, "x".join(map(str, shape)) + f" {ins[0].dtype.name}", k,
+                    ins + tuple(outs), ins, mod.reference, len(outs)))
+    return out
 
 
 # -- timing --------------------------------------------------------------------------------------
 
-def median_time(fn, reps: int) -> float:
-    ts = []
-    for _ in range(reps):
-        fn()
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
-
-
-def interleaved(fns: dict, reps: int) -> dict:
-    """Median seconds of each fn, the fns taking turns rep by rep."""
+def interleaved(fns: dict, reps: int, cpu: dict | None = None) -> dict:
+    """Median seconds of each fn, the fns taking turns rep by rep. cpu: {key: threads} of
+    the fns timed on the process's CPU clock divided by their thread count."""
     ts = {k: [] for k in fns}
+    cpu = cpu or {}
     for _ in range(reps):
         for k, fn in fns.items():
             fn()
-            t0 = time.perf_counter()
+            clock = time.process_time if k in cpu else time.perf_counter
+            t0 = clock()
             fn()
-            ts[k].append(time.perf_counter() - t0)
+            ts[k].append((clock() - t0) / cpu.get(k, 1))
     return {k: statistics.median(v) for k, v in ts.items()}
 
 
@@ -329,15 +343,44 @@ def pypto_fn(k, args, threads):
     return lambda: call_kernel(k, args, {}, threads=threads)
 
 
-def nbytes(args, nout) -> int:
-    return sum(a.nbytes for a in args)
-
-
 def shape_of(op, T, H) -> str:
     return f"{T}x{H // HEAD}x{HEAD}" if op == "rope" else f"{T}x{H}"
 
 
-def main_table(ops, shapes, reps, stream, torch_eager, torch_comp, rows):
+def head_main(torch_threads):
+    return ["op", "shape", "pypto 1T ms", "pypto 2T ms", "2T/1T", "of STREAM 1T",
+            "of STREAM 2T", "numpy ms", f"torch eager {torch_threads}T ms",
+            f"torch.compile {torch_threads}T ms", f"tc / pypto {torch_threads}T"]
+
+
+def row(name, shape, t, nbytes, stream, torch_threads):
+    """One line of the main table from interleaved medians t."""
+    def ms(key, missing):
+        return f"{t[key] * 1e3:.2f}" if key in t else missing
+    gb1, gb2 = nbytes / t["p1"], nbytes / t["p2"]
+    return [name, shape, ms("p1", ""), ms("p2", ""), f"{t['p1'] / t['p2']:.2f}",
+            f"{gb1 / stream[1]:.0%}", f"{gb2 / stream[2]:.0%}", ms("np", "n/a"),
+            ms("te", "skipped"), ms("tc", "skipped"),
+            f"{t['tc'] / t[f'p{torch_threads}']:.1f}x" if "tc" in t else ""]
+
+
+def side_by_side(name, k, args, nargs, np_fn, torch_key, tt, reps, cpu_clock):
+    """Interleaved medians of pypto 1T / 2T, numpy and torch eager / compiled on one case
+    (on the CPU clock: each side's process CPU time over its thread count)."""
+    fns = {"p1": pypto_fn(k, args, 1), "p2": pypto_fn(k, args, 2)}
+    if np_fn is not None:
+        fns["np"] = lambda f=np_fn, a=nargs: f(*a)
+    eager, comp, torch, tthreads = tt
+    if eager is not None and torch_key in eager:
+        targs = [to_torch(torch, a) for a in nargs]
+        fns["te"] = lambda f=eager[torch_key], a=targs: f(*a)
+        if torch_key in comp:
+            fns["tc"] = lambda f=comp[torch_key], a=targs: f(*a)
+    return interleaved(fns, reps, {"p1": 1, "p2": 2, "np": 1, "te": tthreads, "tc": tthreads}
+                       if cpu_clock else None)
+
+
+def main_table(ops, shapes, reps, stream, tt, rows, cpu_clock):
     out = []
     rng = np.random.default_rng(0)
     for op in ops:
@@ -347,27 +390,26 @@ def main_table(ops, shapes, reps, stream, torch_eager, torch_comp, rows):
             k = make(H, rows, False)
             call_kernel(k, args, {}, threads=2)
             check(op, args, nargs, nout)
-            fns = {"p1": pypto_fn(k, args, 1), "p2": pypto_fn(k, args, 2)}
-            if np_fn is not None:
-                fns["np"] = lambda f=np_fn, a=nargs: f(*a)
-            if torch_eager is not None:
-                import torch
-                targs = [torch.from_numpy(a) for a in nargs]
-                fns["te"] = lambda f=torch_eager[op], a=targs: f(*a)
-                fns["tc"] = lambda f=torch_comp[op], a=targs: f(*a)
-            t = interleaved(fns, reps)
-            b = nbytes(args, nout)
-            gb1, gb2 = b / t["p1"] / 1e9, b / t["p2"] / 1e9
-            ms = {k2: (f"{v * 1e3:.2f}" if v else "-") for k2, v in t.items()}
-            out.append([op, shape_of(op, T, H), ms["p1"], f"{gb1:.1f}", f"{gb1 / stream[1]:.0%}",
-                        ms["p2"], f"{gb2:.1f}", f"{gb2 / stream[2]:.0%}", ms.get("np", "n/a"),
-                        ms.get("te", "skipped"), ms.get("tc", "skipped")])
-    return tabulate(out, headers=["op", "shape", "pypto 1T ms", "GB/s", "of STREAM 1T",
-                                  "pypto 2T ms", "GB/s", "of STREAM 2T", "numpy ms",
-                                  "torch eager ms", "torch.compile ms"])
+            t = side_by_side(op, k, args, nargs, np_fn, op, tt, reps, cpu_clock)
+            out.append(row(op, shape_of(op, T, H), t, sum(a.nbytes for a in args), stream,
+                           tt[3]))
+    return tabulate(out, headers=head_main(tt[3]))
 
 
-def dynamic_table(ops, shapes, reps, rows):
+def examples_table(quick, reps, stream, tt, cpu_clock):
+    out = []
+    rng = np.random.default_rng(3)
+    for name, shape, k, args, nargs, ref, nout in example_cases(quick, rng):
+        call_kernel(k, args, {}, threads=2)
+        want = ref(*nargs)
+        close(name, args[-nout:], list(want.values()), 1e-2 if "bfloat16" in shape else 1e-4)
+        t = side_by_side(name, k, args, nargs, ref, f"ex:{name}", tt, reps, cpu_clock)
+        out.append(row(f"examples/{name}.py", shape, t, sum(a.nbytes for a in args), stream,
+                       tt[3]))
+    return tabulate(out, headers=head_main(tt[3]))
+
+
+def dynamic_table(ops, shapes, reps, rows, cpu_clock):
     out = []
     rng = np.random.default_rng(1)
     for op in ops:
@@ -380,7 +422,8 @@ def dynamic_table(ops, shapes, reps, rows):
             call_kernel(kd, args, {}, threads=2)
             check(op, args, nargs, nout)
             t = interleaved({"s1": pypto_fn(ks, args, 1), "d1": pypto_fn(kd, args, 1),
-                             "s2": pypto_fn(ks, args, 2), "d2": pypto_fn(kd, args, 2)}, reps)
+                             "s2": pypto_fn(ks, args, 2), "d2": pypto_fn(kd, args, 2)}, reps,
+                            {"s1": 1, "d1": 1, "s2": 2, "d2": 2} if cpu_clock else None)
             out.append([op, shape_of(op, T, H), f"{t['s1'] * 1e3:.2f}", f"{t['d1'] * 1e3:.2f}",
                         f"{t['d1'] / t['s1']:.2f}", f"{t['s2'] * 1e3:.2f}", f"{t['d2'] * 1e3:.2f}",
                         f"{t['d2'] / t['s2']:.2f}"])
@@ -388,10 +431,10 @@ def dynamic_table(ops, shapes, reps, rows):
                                   "static 2T ms", "named H 2T ms", "ratio"])
 
 
-TILE_ROWS = (1, 4, 16, 64)
+TILE_ROWS = (1, 2, 4, 8, 16, 32, 64)
 
 
-def tiles_table(ops, shapes, reps):
+def tiles_table(ops, shapes, reps, threads, cpu_clock):
     out = []
     rng = np.random.default_rng(2)
     for op in ops:
@@ -402,17 +445,33 @@ def tiles_table(ops, shapes, reps):
             for r in TILE_ROWS:
                 k = make(H, r, False)
                 try:
-                    call_kernel(k, args, {}, threads=2)
+                    call_kernel(k, args, {}, threads=threads)
                 except PyptoError:
                     continue           # the tile does not fit the target's buffer
                 check(op, args, nargs, nout)
-                fns[r] = pypto_fn(k, args, 2)
-            t = interleaved(fns, reps)
+                fns[r] = pypto_fn(k, args, threads)
+            t = interleaved(fns, reps, {r: threads for r in fns} if cpu_clock else None)
             best = min(t.values())
             cells = [f"{t[r] * 1e3:.2f} ({t[r] / best:.2f})" if r in t else "UB" for r in TILE_ROWS]
             out.append([op, shape_of(op, T, H), *cells, f"{max(t.values()) / best:.2f}"])
     return tabulate(out, headers=["op", "shape", *[f"rows {r} ms (/best)" for r in TILE_ROWS],
                                   "worst/best"])
+
+
+def load_line() -> str:
+    try:
+        return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "load average unknown"
+
+
+def limits_line(quick, clock) -> tuple[dict, str]:
+    stream = {n: limits.triad_now(n, quick, clock) for n in (1, 2)}
+    fma = {n: limits.fma_peak(n, quick, clock) for n in (1, 2)}
+    return stream, (f"STREAM triad (bench/limits.c, ordinary stores, {clock} clock): "
+                    f"{stream[1] / 1e9:.1f} GB/s with 1 thread, {stream[2] / 1e9:.1f} GB/s "
+                    f"with 2; fp32 FMA {fma[1] / 1e9:.0f} / {fma[2] / 1e9:.0f} GFLOP/s; "
+                    f"{load_line()}")
 
 
 def main() -> int:
@@ -423,6 +482,10 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=8, help="tile rows of the main tables")
     ap.add_argument("--no-dynamic", action="store_true", help="skip the named-H table")
     ap.add_argument("--no-tiles", action="store_true", help="skip the tile rows table")
+    ap.add_argument("--no-examples", action="store_true", help="skip the examples' chains")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="pypto on the wall clock or on the process's CPU clock per thread")
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)      # each table as it is done
     ops = [o for o in args.ops.split(",") if o]
@@ -433,23 +496,32 @@ def main() -> int:
         return 1
     reps = 3 if args.quick else args.reps
     shapes = [(T // 8, H) for T, H in SHAPES] if args.quick else SHAPES
-    triad = load_triad()
-    stream = {n: stream_triad(triad, n, max(reps, 5)) for n in (1, 2)}
-    print(f"STREAM triad (compiled C, 3 x 64 MiB, ordinary stores): {stream[1]:.1f} GB/s with "
-          f"1 thread, {stream[2]:.1f} GB/s with 2")
-    eager, comp, why = torch_impls()
+    stream, line = limits_line(args.quick, args.clock)
+    print(line)
+    tthreads = 1 if args.clock == "cpu" else 2
+    eager, comp, torch, why = torch_impls(tthreads)
     if eager is None:
         print(f"torch eager and torch.compile skipped: {why}")
-    print(f"medians of {reps} runs; pypto writes into preallocated outputs; fp32\n")
-    print(main_table(ops, shapes, reps, stream, eager, comp, args.rows))
+    elif args.quick or args.no_compile:
+        comp = {}
+        print("torch.compile skipped (--quick or --no-compile)")
+    tt = (eager, comp, torch, tthreads)
+    cpu = args.clock == "cpu"
+    print(f"medians of {reps} runs on the {args.clock} clock; pypto writes into preallocated "
+          f"outputs\n")
+    print(main_table(ops, shapes, reps, stream, tt, args.rows, cpu))
+    if not args.no_examples:
+        print("\nThe examples' fused chains (examples/*.py as written):\n")
+        print(examples_table(args.quick, reps, stream, tt, cpu))
     if not args.no_dynamic:
-        print("\nThe inner dim named (\"H\") instead of static, 8-row tiles:\n")
-        print(dynamic_table(ops, shapes, reps, args.rows))
+        print(f"\nThe inner dim named (\"H\") instead of static, {args.rows}-row tiles:\n")
+        print(dynamic_table(ops, shapes, reps, args.rows, cpu))
     if not args.no_tiles:
-        print("\nTile rows (a whole row in the tile), 2 threads:\n")
-        print(tiles_table(ops, shapes, reps))
-    stream2 = {n: stream_triad(triad, n, max(reps, 5)) for n in (1, 2)}
-    print(f"\nSTREAM triad again at the end: {stream2[1]:.1f} GB/s (1T), {stream2[2]:.1f} GB/s (2T)")
+        for n in (1, 2):
+            print(f"\nTile rows (a whole row in the tile), {n} thread{'s' if n > 1 else ''}:\n")
+            print(tiles_table(ops, shapes, reps, n, cpu))
+    stream2, line2 = limits_line(args.quick, args.clock)
+    print(f"\nAt the end: {line2}")
     return 0
 
 

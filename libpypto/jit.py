@@ -12,7 +12,11 @@ runtime.load); compiled C is also cached on disk by content.
 
 Calls are cached too (the call-plan cache, per kernel): a call whose tensors are all
 C-contiguous, aligned numpy arrays is keyed by their shapes, dtypes and read-only flags, the
-constants and the options that pick the artifact. The first call of a key takes the full
+constants and the options that pick the artifact. The plan used last is tried first, in one
+foreign call with the arrays themselves (runtime/executable.py FastCall, rt.c pypto_fast):
+the C checks that every argument is a numpy array of exactly that plan's rank, sizes, dtype
+and flags, reads the data pointers and launches; any difference sends the call on to the
+key's lookup below. The first call of a key takes the full
 path (resolve, check, compile or find the artifact, bind the sizes, expand the task
 instances, check every GM access, build the tables) and keeps the plan's launcher; a later
 call of the same key only reads the arrays' data pointers and makes one foreign call
@@ -40,6 +44,7 @@ class JitKernel(Kernel):
     """A traceable kernel that also runs when called with arrays."""
 
     _last_launch = None
+    _fast = None                         # the last call plan's FastCall
 
     def __init__(self, fn, **options):
         super().__init__(fn, **options)
@@ -48,6 +53,13 @@ class JitKernel(Kernel):
 
     def __call__(self, *args, **kwargs):
         # the call-plan cache's hit, inline (call_kernel is the whole story)
+        fast = self._fast
+        if fast is not None and not kwargs and len(args) == fast.nargs:
+            la = fast.launcher
+            if fast.run(args, 1 if fast.tiny else self.options.get("threads")
+                        or fast.cpus) == 0:
+                self._last_launch = la
+                return None
         sig = _call_signature(self, args, kwargs)
         if sig is not None:
             entry = self._calls.get(sig[0])
@@ -155,6 +167,12 @@ def call_kernel(k: Kernel, args: tuple, kwargs: dict, threads: int | None = None
     A call whose signature (_call_signature) has a call plan runs it: one foreign call.
     Any other takes the full path (_slow_call), which caches the call plan it made."""
     if sig is False:
+        fast = getattr(k, "_fast", None)
+        if fast is not None and not kwargs and len(args) == fast.nargs:
+            if fast.run(args, 1 if fast.tiny else threads or k.options.get("threads")
+                        or fast.cpus) == 0:
+                k._last_launch = fast.launcher
+                return
         sig = _call_signature(k, args, kwargs)
         if sig is not None:
             entry = k._calls.get(sig[0])
@@ -223,14 +241,17 @@ def _call_signature(k: Kernel, args: tuple, kwargs: dict):
 class _CallPlan:
     """A cached call: the plan's launcher and the argument order of its parameters."""
 
-    __slots__ = ("launcher", "order", "tiny", "cpus")
+    __slots__ = ("launcher", "order", "tiny", "cpus", "fast")
 
-    def __init__(self, launcher, names: list, tiny: bool, cpus: int):
+    def __init__(self, launcher, names: list, tiny: bool, cpus: int, fast=None):
         self.launcher = launcher
         order = [names.index(n) for n in launcher.params]
         self.order = None if order == list(range(len(names))) else order
         self.tiny = tiny
         self.cpus = cpus                 # the default thread count, read when the plan is made
+        self.fast = fast                 # its FastCall (None where the call cannot take one)
+        if fast is not None:
+            fast.tiny, fast.cpus = tiny, cpus
 
     def run(self, k: Kernel, ptrs: list, threads: int | None) -> None:
         la = self.launcher
@@ -238,6 +259,7 @@ class _CallPlan:
             ptrs = [ptrs[i] for i in self.order]
         la.run(ptrs, 1 if self.tiny else threads or k.options.get("threads") or self.cpus)
         k._last_launch = la
+        k._fast = self.fast
 
 
 def _slow_call(k: Kernel, args: tuple, kwargs: dict, threads: int | None):
@@ -277,7 +299,15 @@ def _slow_call(k: Kernel, args: tuple, kwargs: dict, threads: int | None):
             a[...] = work[n]
     if launcher is None or exe.read_params():
         return None         # a plan made from data read at run time is not the key's alone
-    return _CallPlan(launcher, list(tensors), tiny, host_cpus())
+    from .runtime.executable import FastCall
+    arrays = list(tensors.values())
+    fast = None
+    if all(work[n] is a for n, a in tensors.items()):       # arrays run on as they are
+        fast = FastCall.make(exe.fast_gil if tiny else exe.fast, launcher, arrays,
+                             list(tensors))
+    entry = _CallPlan(launcher, list(tensors), tiny, host_cpus(), fast)
+    k._fast = fast
+    return entry
 
 
 def _work_arrays(k: Kernel, doc, tensors: dict) -> dict:

@@ -102,6 +102,7 @@ class _Program(MoreInstrs, RowRuns):
         self.workspace = workspace     # where tmatmul's workspace starts in the arena
         self.view_info: dict = {}      # view tile -> (pointer, row stride, valid rows, cols)
         self.row = None                # while printing a row run: its c_rows._RowState
+        self.bits: dict = {}           # a chain's value rounded to fp16/bf16 -> (dtype, bits)
         self.lines: list[str] = []
         self.depth = 1
         self.tmp = 0
@@ -186,12 +187,16 @@ class _Program(MoreInstrs, RowRuns):
         v, t = op.result, op.result.type
         if not self.plan.declared(v) or (v in self.plan.moving) != moving:
             return                         # views and row-local tiles: declared where used
-        ct = t.dtype.c_type
+        ct, n = t.dtype.c_type, self.names[v]
+        if v in self.plan.gm_in_place:    # its row in GM when whole, else here (load_row)
+            self.emit(f"{ct} {n}_b[{t.nbytes // t.dtype.itemsize}];  /* {t}, a row with a tail */")
+            self.emit(f"const {ct} *{n} = {n}_b;")
+            return
         where = self.plan.extent[v][0]
         if moving:
             base, addr = self.plan.moving[v]
             where = f"{base} + ({self.ex(addr)})"
-        self.emit(f"{ct} *const {self.names[v]} = ({ct} *)(B + {where});  /* {t} */")
+        self.emit(f"{ct} *const {n} = ({ct} *)(B + {where});  /* {t} */")
 
     def i_for(self, op) -> None:
         a = op.attrs
@@ -230,13 +235,13 @@ class _Program(MoreInstrs, RowRuns):
         out.append(acc)
         return list(reversed(out))
 
-    def copy_nest(self, op, to_gm: bool) -> None:
+    def copy_nest(self, op, to_gm: bool, dst: str | None = None) -> None:
         tile_v, gm_v = op.operands
         tt: TileType = tile_v.type
         gt: TensorType = gm_v.type
         if tt.rank < gt.rank:     # missing leading tile dims are 1 (batch dims)
             tt = TileType(tt.space, tt.dtype, (1,) * (gt.rank - tt.rank) + tuple(tt.shape))
-        tn, gn = self.tile(tile_v), self.names[gm_v]
+        tn, gn = dst or self.tile(tile_v), self.names[gm_v]
         offs = [self.ex(o) for o in op.attrs["offsets"]]
         valid = [self.ex(v) for v in op.attrs["valid"]]
         gst = self.gm_strides(gt)
@@ -287,7 +292,34 @@ class _Program(MoreInstrs, RowRuns):
         if op.operands[0] in self.plan.views:
             self.load_view(op)
             return
+        if op.operands[0] in self.plan.gm_in_place:
+            self.load_row(op)
+            return
         self.copy_nest(op, to_gm=False)
+
+    def load_row(self, op) -> None:
+        """A load of one row (c_plan ProgramPlan.gm_in_place): a pointer to the row in GM
+        when the whole row is valid, else the copy into the arena, zero-filled."""
+        d, gm = op.operands
+        t, n = d.type, self.tile(d)
+        offs = [self.ex(o) for o in op.attrs["offsets"]]
+        valid = op.attrs["valid"]
+        conds = [f"{self.ex(v)} >= 1" for v in valid[:-1] if not (isinstance(v, int) and v >= 1)]
+        C = t.shape[-1]
+        last = valid[-1]
+        if not (isinstance(last, int) and last >= C):
+            conds.append(f"{self.ex(last)} >= {C}")
+        at = _at(self.names[gm], zip(offs, self.gm_strides(gm.type)))
+        if not conds:
+            self.emit(f"{n} = {at};  /* tload: read in place */")
+            return
+        self.emit(f"if ({' && '.join(conds)}) {n} = {at};  /* tload: read in place */")
+        self.emit("else {")
+        self.depth += 1
+        self.copy_nest(op, to_gm=False, dst=f"{n}_b")
+        self.emit(f"{n} = {n}_b;")
+        self.depth -= 1
+        self.emit("}")
 
     def load_view(self, op) -> None:
         """A tload read in place: a pointer into GM and the valid rows and columns."""
@@ -492,6 +524,7 @@ class _Program(MoreInstrs, RowRuns):
                 sv = var + "_s"
                 self.emit(f"{pad}const {dt.c_type} {sv} = {st};")
                 self.emit(f"{pad}const {ctype} {var} = {_ld(dt, sv)};")
+                self.bits[var] = (dt, sv)     # a store of var into dt stores sv as it is
             if op in stored:
                 self.emit(f"{pad}{lvalue(dst)} = {sv};")
             local[dst] = var

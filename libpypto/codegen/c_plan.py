@@ -16,7 +16,8 @@ applies it):
   stores, elementwise math, reductions along the row) run for row 0, then row 1, ...; tiles
   used only inside the run get one row on the stack (`local`), so a row stays in L1 from one
   instruction to the next; loads of a row every row reads whole move before the loop
-  (`hoisted`); same-dtype stores of the run stream (`streams`).
+  (`hoisted`); same-dtype stores of the run stream (`streams`); a row tile written only by a
+  same-dtype row load reads a fully valid row in place in GM (`in_place`).
 - Render units of every region, in order (`units` for the body, `bodies` for each `for`):
   an instruction on its own (Single), a run of elementwise instructions over one shape
   in one loop (Fused; a tile read only inside the run stays a register), a row run (RowRun),
@@ -91,14 +92,19 @@ class RowPass:
 @dataclass(eq=False)
 class RowRun:
     """Instructions rendered one row at a time: `span` in program order, of which `hoisted`
-    (loads every row reads whole) go before the loop and `body` into it, over `rows` rows;
-    `local` tiles get one row on the stack; `streams` are the stores whose output may stream;
-    `tiles` every tile the body touches, in order; `units` the body's units."""
+    (loads every row reads whole) go before the loop and `body` into it, over `rows` rows,
+    the points of the tiles' leading dims `lead` (a row is the last dim);
+    `local` tiles get one row on the stack; `in_place` are the local tiles whose only write is
+    a same-dtype row load: a fully valid row is read where it lies in GM (no copy), the row
+    on the stack takes only rows with a tail; `streams` are the stores whose output may
+    stream; `tiles` every tile the body touches, in order; `units` the body's units."""
 
     span: list
     rows: int
     hoisted: list
     local: set
+    lead: tuple = ()
+    in_place: set = field(default_factory=set)
     body: list = field(default_factory=list)
     streams: list = field(default_factory=list)
     tiles: list = field(default_factory=list)
@@ -118,6 +124,7 @@ class ProgramPlan:
     views: dict = field(default_factory=dict)      # tile -> View
     row_runs: list = field(default_factory=list)   # every RowRun, program order per region
     row_local: set = field(default_factory=set)    # tiles declared per row inside a row run
+    gm_in_place: set = field(default_factory=set)  # one-row loads of a row run read in GM
     units: list = field(default_factory=list)      # the body's units
     bodies: dict = field(default_factory=dict)     # `for` op -> the units of its body; `if`:
     #                                                 the units of each arm
@@ -305,36 +312,56 @@ def _overlap(a0: int, a1: int, b0: int, b1: int) -> bool:
 
 
 def _row_role(op):
-    """("row", R, C) for an instruction that works row by row on (R, C) tiles (row r of its
-    result needs row r of its sources only), ("inv", 0, C) for a load of a (C,) or (1, C)
-    tile (every row reads it whole), else None. Tiles of one row (R = 1) make runs of one
-    row: their loads count as "inv" (moved before the loop of one row), the passes over
-    the row still fuse."""
+    """The part an instruction can take in a row run over tiles of shape (*lead, C), whose
+    rows are the points of the leading dims: ("row", lead, C) for one that works row by row
+    (row r of its result needs row r of its sources only, sources of its shape or broadcast
+    along leading dims or the last: (*lead, 1), (1, .., C), (C,), ...), ("load", lead, C)
+    for a load (a row load in a run of its own lead, else a load every row reads, moved
+    before the loop: a (C,) tile has the lead ()), else None."""
     n = op.name
     if n in ("tload", "tstore"):
         t, g = op.operands[0].type, op.operands[1].type
-        if t.rank == 2 and t.shape[0] > 1 and g.rank >= 2:
-            return ("row", t.shape[0], t.shape[1])
-        if n == "tload" and (t.rank == 1 or (t.rank == 2 and t.shape[0] == 1)):
-            return ("inv", 0, t.shape[-1])
-        if t.rank == 2 and g.rank >= 2:       # a store of a one-row tile: a run of one row
-            return ("row", 1, t.shape[1])
-        return None
+        if t.rank > g.rank:
+            return None
+        if n == "tload":
+            return ("load", tuple(t.shape[:-1]), t.shape[-1])
+        return ("row", tuple(t.shape[:-1]), t.shape[-1]) if t.rank >= 2 else None
     if n == "treduce":
         d, s = op.operands
-        if s.type.rank == 2 and op.attrs["dims"] == [1] and d.type.shape == (s.type.shape[0], 1) \
-                and s.type.shape[0] >= 1:
-            return ("row", s.type.shape[0], s.type.shape[1])
+        r = s.type.rank
+        if r >= 2 and op.attrs["dims"] == [r - 1] and d.type.shape == (*s.type.shape[:-1], 1):
+            return ("row", tuple(s.type.shape[:-1]), s.type.shape[-1])
         return None
     if n == "texpands" or _fusable(op):
         d = op.operands[0].type
-        if d.rank != 2:
+        if d.rank < 2:
             return None
-        R, C = d.shape
-        ok = {(R, C), (R, 1), (1, C), (C,), (1, 1), (1,)}
-        if all(tuple(v.type.shape) in ok for v in op.operands[1:]):
-            return ("row", R, C)
+        lead, C = tuple(d.shape[:-1]), d.shape[-1]
+        if all(_broadcasts(tuple(v.type.shape), lead, C) for v in op.operands[1:]):
+            return ("row", lead, C)
     return None
+
+
+def _broadcasts(shape: tuple, lead: tuple, C: int) -> bool:
+    """Can a source of this shape be read row by row in a run over (*lead, C) tiles?"""
+    if shape in ((C,), (1,)):
+        return True
+    return (len(shape) == len(lead) + 1 and shape[-1] in (1, C)
+            and all(a in (1, b) for a, b in zip(shape[:-1], lead)))
+
+
+def _fits_lead(load_lead: tuple, lead: tuple) -> bool:
+    """Can a load of a tile with this lead take part in a run over lead (as a row load, or
+    moved before the loop when every row reads it)?"""
+    return load_lead == () or (len(load_lead) == len(lead)
+                               and all(a in (1, b) for a, b in zip(load_lead, lead)))
+
+
+def _prod(xs) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
 
 
 def _inverted(a, b, rows: int) -> bool:
@@ -501,7 +528,8 @@ class _Planner:
         made = [op.operands[0] for op in instrs]
         taken, reds, store = 0, [], None
         for op in rest:
-            if op.name == "treduce" and op.operands[1] in made and op.attrs["dims"] == [1]:
+            if (op.name == "treduce" and op.operands[1] in made
+                    and op.attrs["dims"] == [op.operands[1].type.rank - 1]):
                 reds.append(op)
             elif (op.name == "tstore" and not reds and op.operands[0] in made
                   and self.reads.get(op.operands[0]) == 1):
@@ -560,17 +588,10 @@ class _Planner:
             ops = [op for op in region if op.name not in ("tile", "arg")]
             i = 0
             while i < len(ops):
-                rows, j = 0, i
-                while j < len(ops):                     # instructions that agree on R
-                    role = _row_role(ops[j])
-                    if role is None or (role[0] == "row" and rows and role[1] != rows):
-                        break
-                    if role[0] == "row":
-                        rows = role[1]
-                    j += 1
+                lead, j = self.run_extent(ops, i)
                 run = None
                 for end in range(j, i + 1, -1):         # the longest valid run from i
-                    run = self.row_run_at(ops[i:end], rows)
+                    run = self.row_run_at(ops[i:end], lead)
                     if run:
                         break
                 if run:
@@ -579,37 +600,99 @@ class _Planner:
                 else:
                     i += 1
 
+    @staticmethod
+    def run_extent(ops: list, i: int) -> tuple:
+        """(lead, j): the lead of the instructions from ops[i] that agree on one (the first
+        row instruction's), and where they stop; loads must fit it."""
+        lead, loads, j = None, [], i
+        while j < len(ops):
+            role = _row_role(ops[j])
+            if role is None:
+                break
+            kind, lp, _ = role
+            if kind == "row":
+                if lead is None:
+                    if not all(_fits_lead(x, lp) for x in loads):
+                        break
+                    lead = lp
+                elif lp != lead:
+                    break
+            elif lead is None:
+                loads.append(lp)
+            elif not _fits_lead(lp, lead):
+                break
+            j += 1
+        return lead, j
+
     def accept(self, run: RowRun) -> None:
         """Record a row run, with what it streams, the tiles it touches and its units."""
         self.row_runs[run.span[0]] = run
         self.plan.row_runs.append(run)
         self.plan.row_local |= run.local
         run.body = [op for op in run.span if op not in run.hoisted]
+        self.plan.gm_in_place |= self.one_rows(run.span, run.local)
+        run.in_place = {op.operands[0] for op in run.body if op.name == "tload"
+                        and op.operands[0] in run.local
+                        and op.operands[0].type.dtype == op.operands[1].type.dtype
+                        and _count(run.body, op.operands[0], dests) == 1}
         run.streams = [op for op in run.body if op.name == "tstore"
                        and op.operands[0].type.dtype == op.operands[1].type.dtype]
         run.tiles = list(dict.fromkeys(v for op in run.body for v in sources(op) + dests(op)))
         run.units = self.units(run.body, run)
 
-    def row_run_at(self, span: list, rows: int) -> RowRun | None:
-        """A RowRun over span if one is worth it and keeps every result, else None."""
-        hoisted = [op for op in span if _row_role(op)[0] == "inv"]
+    def one_rows(self, span: list, local: set) -> set:
+        """The tiles of one row (a (C,) or (1, ..., 1, C) tile, contiguous in GM) loaded in a
+        run that read their row in place in GM: same dtype, the load their only write, every
+        read of them in the run (whose GM tensors loaded are not stored in it), a row small
+        enough for the stack (where a row with a tail goes). They touch no arena bytes."""
+        out = set()
+        for op in span:
+            if op.name != "tload" or op.operands[0] in local:
+                continue
+            d, gm = op.operands
+            t = d.type
+            if (t.dtype == gm.type.dtype and all(x == 1 for x in t.shape[:-1])
+                    and t.nbytes <= ROW_BYTES and d not in self.views
+                    and self.writes.get(d, 0) == 1
+                    and self.reads.get(d, 0) == _count(span, d, sources)):
+                out.add(d)
+        return out
+
+    def row_run_at(self, span: list, lead) -> RowRun | None:
+        """A RowRun over span if one is worth it and keeps every result, else None. Loads of
+        a tile with another lead than the run's move before the loop (every row reads
+        them); a run of one row whose loads cannot move keeps them where they are (nothing
+        moves past another row: there is none)."""
+        if lead is None:
+            return None
+        hoisted = [op for op in span if op.name == "tload" and _row_role(op)[1] != lead]
+        run = self.row_run_with(span, lead, hoisted)
+        if run is None and _prod(lead) == 1 and hoisted:
+            run = self.row_run_with(span, lead, [])
+        return run
+
+    def row_run_with(self, span: list, lead: tuple, hoisted: list) -> RowRun | None:
         body = [op for op in span if op not in hoisted]
-        if (not rows or len(body) < 2 or max(_row_role(op)[2] for op in body) < ROW_MIN
+        rows = _prod(lead)
+        if (len(body) < 2 or max(_row_role(op)[2] for op in body) < ROW_MIN
                 or all(op.name in ("tload", "tstore") for op in body)
                 or any(v in self.views for op in span for v in dests(op))):
             return None
         gm_r = [op.operands[1] for op in span if op.name == "tload"]
-        gm_w = [op.operands[1] for op in span if op.name == "tstore"]
-        if any(v in gm_r or gm_w.count(v) > 1 for v in gm_w):
+        stores = [op for op in span if op.name == "tstore"]
+        if any(op.operands[1] in gm_r for op in stores) or _stores_meet(stores):
             return None
-        local = self.row_locals(body, rows)
-        if sum(v.type.shape[1] * v.type.dtype.itemsize for v in local) > ROW_STACK:
+        local = self.row_locals(body, lead)
+        ones = self.one_rows(span, local)           # their row with a tail: on the stack too
+        if (sum(v.type.shape[-1] * v.type.dtype.itemsize for v in local)
+                + sum(v.type.nbytes for v in ones)) > ROW_STACK:
             return None
-        if _reordered(self.accesses(span, rows, hoisted, local), rows):
+        private = local | ones
+        if _reordered(self.accesses(span, lead, hoisted, private), rows):
             return None
-        return RowRun(span, rows, hoisted, local)
+        return RowRun(span, rows, hoisted, local, lead=lead)
 
-    def row_locals(self, body: list, rows: int) -> set:
+    def row_locals(self, body: list, lead: tuple) -> set:
         """The run's own tiles: all their accesses in it, a write first, a row small enough."""
         local, seen = set(), set()
         for op in body:
@@ -618,16 +701,18 @@ class _Planner:
                     continue
                 seen.add(v)
                 t = v.type
-                if (v not in sources(op) and v not in self.views and t.rank == 2
-                        and t.shape[0] == rows and t.shape[1] * t.dtype.itemsize <= ROW_BYTES
+                if (v not in sources(op) and v not in self.views and t.rank == len(lead) + 1
+                        and tuple(t.shape[:-1]) == lead
+                        and t.shape[-1] * t.dtype.itemsize <= ROW_BYTES
                         and self.reads.get(v, 0) == _count(body, v, sources)
                         and self.writes.get(v, 0) == _count(body, v, dests)):
                     local.add(v)
         return local
 
-    def accesses(self, span: list, rows: int, hoisted: list, local: set) -> list:
+    def accesses(self, span: list, lead: tuple, hoisted: list, local: set) -> list:
         """The run's accesses to tiles in place: (position, first byte, row pitch (0: every
-        row), bytes, writes, hoisted)."""
+        row, or rows that do not follow the run's: tiles broadcast along a leading dim),
+        bytes, writes, hoisted)."""
         acc = []
         for pos, op in enumerate(span):
             for v, w in [(v, False) for v in sources(op)] + [(v, True) for v in dests(op)]:
@@ -635,12 +720,42 @@ class _Planner:
                     continue
                 lo, hi = self.extent[v]
                 t = v.type
-                if op not in hoisted and t.rank == 2 and t.shape[0] == rows:
-                    pitch = t.shape[1] * t.dtype.itemsize
+                if op not in hoisted and tuple(t.shape[:-1]) == lead:
+                    pitch = t.shape[-1] * t.dtype.itemsize
                     acc.append((pos, lo, pitch, pitch, w, False))
                 else:
                     acc.append((pos, lo, 0, hi - lo, w, op in hoisted))
         return acc
+
+
+def _stores_meet(stores: list) -> bool:
+    """Could two stores of a run into one GM tensor touch one element? Row by row they would
+    run in another order; stores into constant, disjoint ranges of one dim (out[..., 0:64]
+    and out[..., 64:128]) never meet."""
+    for i, a in enumerate(stores):
+        for b in stores[i + 1:]:
+            if a.operands[1] is b.operands[1] and not _apart(a, b):
+                return True
+    return False
+
+
+def _apart(a, b) -> bool:
+    """Do two GM accesses cover constant, disjoint ranges of some dim?"""
+    for d, (oa, ob) in enumerate(zip(a.attrs["offsets"], b.attrs["offsets"])):
+        ea, eb = _extent(a, d), _extent(b, d)
+        if all(type(x) is int for x in (oa, ob, ea, eb)) and (oa + ea <= ob or ob + eb <= oa):
+            return True
+    return False
+
+
+def _extent(op, d: int):
+    """At most how many elements of GM dim d an access covers: its tile's (the valid extent
+    when that is a smaller constant)."""
+    t = op.operands[0].type
+    gr = len(op.attrs["offsets"])
+    size = t.shape[d - (gr - t.rank)] if d >= gr - t.rank else 1
+    v = op.attrs["valid"][d]
+    return min(size, v) if type(v) is int else size
 
 
 def _reordered(acc: list, rows: int) -> bool:

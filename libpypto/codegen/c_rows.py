@@ -13,15 +13,20 @@ from . import c_text as c
 
 class _RowState:
     """The C names given while printing a row run: its row index, the row pointers of tiles
-    used in place, the tiles whose row the loop body touches, the stores' streaming flags."""
+    used in place, the tiles whose row the loop body touches, the stores' streaming flags
+    (and the run's local tiles, and those read in place in GM)."""
 
     def __init__(self, run):
-        self.rows, self.local = run.rows, run.local
+        self.rows, self.local, self.in_place = run.rows, run.local, run.in_place
+        self.lead = run.lead          # the tiles' leading dims: a row per point of them
         self.var = ""                 # the row index in C
+        self.idx: list = []           # its index along each leading dim (C expressions)
         self.ptr: dict = {}           # tile used in place -> its row pointer
+        self.ptr_row: dict = {}       # ... and which of its rows that is (C expression)
         self.used: set = set()        # tiles whose row the loop body touches
         self.stream: dict = {}        # tstore -> its streaming flag
         self.prefetch: list = []      # (C name, bytes per element) of the next row's GM loads
+        self.guard = True             # lane steps test their column against the valid count
 
 
 class RowRuns:
@@ -44,16 +49,22 @@ class RowRuns:
         self.depth += 1
         at = len(self.lines)
         self.row = state
+        decl = self.row_indices(state)       # the rows the loop body uses, at its top
         pf_decl = self.prefetch_rows(run)
         self.units(run.units)
         self.row = None
-        decl = []           # the rows the loop body uses, declared at its top
         for v in run.tiles:
             if v in state.used:
                 t, n = v.type, self.tile(v)
-                decl.append(f"{t.dtype.c_type} {n}[{t.shape[1]}];  /* row {r} of {t} */"
-                            if v in run.local else
-                            f"{t.dtype.c_type} *const {state.ptr[v]} = {n} + {r} * {t.shape[1]};")
+                ct, C = t.dtype.c_type, t.shape[-1]
+                if v in run.in_place:      # a full row in GM, else this row (c_plan.RowRun)
+                    decl.append(f"{ct} {n}_b[{C}];  /* row {r} of {t} with a tail */")
+                    decl.append(f"const {ct} *{n} = {n}_b;")
+                elif v in run.local:
+                    decl.append(f"{ct} {n}[{C}];  /* row {r} of {t} */")
+                else:
+                    decl.append(f"{ct} *const {state.ptr[v]} = {n} + "
+                                f"{c._paren(state.ptr_row[v])} * {C};")
         for name, addr in pf_decl:
             decl.append(f"const char *const {name} = (const char *)({addr});  /* next row */")
         self.lines[at:at] = ["    " * self.depth + line for line in decl]
@@ -64,14 +75,48 @@ class RowRuns:
         self.depth -= 1
         self.emit("}")
 
+    def row_indices(self, state) -> list:
+        """Declarations of the row's index along each leading dim (row r of a run over
+        (A, B, C) tiles is (r / B, r % B)); one leading dim is r itself."""
+        r, lead = state.var, state.lead
+        if len(lead) <= 1:
+            state.idx = [r]
+            return []
+        decl, inner = [], 1
+        state.idx = [""] * len(lead)
+        for d in range(len(lead) - 1, -1, -1):
+            name = self.fresh("i")
+            q = r if inner == 1 else f"{r} / {inner}"
+            decl.append(f"const int64_t {name} = {q}" + (f" % {lead[d]};" if d else ";"))
+            state.idx[d] = name
+            inner *= lead[d]
+        return decl[::-1]
+
+    def row_offset(self, v) -> str:
+        """Which row of tile v row r reads (tiles broadcast along a leading dim share
+        rows): a C expression over the row's indices."""
+        state, t = self.row, v.type
+        if tuple(t.shape[:-1]) == state.lead:
+            return state.var
+        terms, stride = [], 1
+        for d in range(len(state.lead) - 1, -1, -1):
+            if t.shape[d] != 1:
+                terms.append(state.idx[d] if stride == 1 else f"{state.idx[d]} * {stride}")
+            stride *= t.shape[d]
+        return " + ".join(reversed(terms)) or "0"
+
     def row_ptr(self, v) -> str:
-        """Row r of tile v: its row of its own, a pointer to its row in place, or the tile
-        itself for tiles without a row dim (the same for every row)."""
+        """Row r of tile v: its row of its own, a pointer to its row in place (or to the row
+        it shares, broadcast along a leading dim), or the tile itself for tiles the same for
+        every row (no row dim, or only dims of 1 ahead of its row in a run of more rows)."""
         run, t = self.row, v.type
-        if t.rank == 2 and t.shape[0] == run.rows:
+        if t.rank == len(run.lead) + 1 and (tuple(t.shape[:-1]) == run.lead
+                                            or any(x != 1 for x in t.shape[:-1])):
             run.used.add(v)
             if v not in run.local:
-                run.ptr.setdefault(v, f"{self.tile(v)}r")
+                if v not in run.ptr:
+                    run.ptr[v] = f"{self.tile(v)}r"
+                    run.ptr_row[v] = self.row_offset(v)
                 return run.ptr[v]
         return self.tile(v)
 
@@ -83,46 +128,68 @@ class RowRuns:
         """Row r of a row-mode tload/tstore: declares how many of its elements are valid
         (none for rows past the valid region), returns that and the row's GM address."""
         t, gm = op.operands
-        R, C = t.type.shape
+        shape = t.type.shape
         valid = op.attrs["valid"]
-        r = self.row.var
-        cond = [] if isinstance(valid[-2], int) and valid[-2] >= R else \
-            [f"{r} < {self.clamp(R, valid[-2])}"]
-        cond += [f"{self.ex(v)} > 0" for v in valid[:-2] if not (isinstance(v, int) and v >= 1)]
+        skip = len(valid) - len(shape)               # GM dims the tile does not have (1s)
+        idx = self.row.idx
+        cond = [f"{self.ex(v)} > 0" for v in valid[:skip] if not (isinstance(v, int) and v >= 1)]
+        for d, size in enumerate(shape[:-1]):
+            v = valid[skip + d]
+            if not (isinstance(v, int) and v >= size):
+                cond.append(f"{idx[d]} < {self.clamp(size, v)}")
         n = self.fresh("n")
-        cols = self.clamp(C, valid[-1])
+        cols = self.clamp(shape[-1], valid[-1])
+        r = self.row.var
         self.emit(f"const int64_t {n} = {' && '.join(cond)} ? {cols} : 0;  /* valid in row {r} */"
                   if cond else f"const int64_t {n} = {cols};  /* valid in row {r} */")
-        return n, self.gm_row_at(op, r)
+        return n, self.gm_row_at(op, idx)
 
-    def gm_row_at(self, op, r: str) -> str:
-        """The GM address of row r (a C expression) of a row-mode tload/tstore."""
+    def gm_row_at(self, op, idx: list) -> str:
+        """The GM address of the row at indices idx (C expressions, one per leading tile dim)
+        of a row-mode tload/tstore."""
         gm = op.operands[1]
         offs = [self.ex(o) for o in op.attrs["offsets"]]
         gst = self.gm_strides(gm.type)
-        row = r if offs[-2] == "0" else f"{offs[-2]} + {c._paren(r)}"
-        terms = list(zip(offs[:-2], gst[:-2])) + [(row, gst[-2]), (offs[-1], "1")]
-        return c._at(self.names[gm], terms)
+        skip = len(offs) - len(idx) - 1
+        terms = list(zip(offs[:skip], gst[:skip]))
+        for d, i in enumerate(idx):
+            o = offs[skip + d]
+            terms.append((i if o == "0" else f"{o} + {c._paren(i)}", gst[skip + d]))
+        return c._at(self.names[gm], terms + [(offs[-1], "1")])
 
     def prefetch_rows(self, run) -> list:
         """The next row of each GM tile the run loads row by row, prefetched (into L2) while
         this row is computed: one cache line per 64 bytes of a pass's columns (prefetch()),
-        in the first pass over the row. The last row of the tile prefetches its own row
-        again (a hit) rather than the next tile's, which another core may run. Prefetches
-        never fault and change no value; they let the loads of row r + 1 overlap the
-        arithmetic on row r, which the hardware prefetchers alone do not (they stop at page
-        boundaries and run only a few lines ahead of the demand loads)."""
+        in the first pass over the row. The last row of the tile prefetches the first row of
+        the next tile (the same worker usually runs it: the runtime takes consecutive small
+        instances together), the tensor's last row its own row again. Prefetches never
+        fault and change no value; they let the loads of row r + 1 overlap the arithmetic on
+        row r, which the hardware prefetchers alone do not (they stop at page boundaries and
+        run only a few lines ahead of the demand loads)."""
         out, r, R = [], self.row.var, run.rows
+        lead = self.row.lead
         for op in run.body:
             if op.name == "tload" and self.row_local_of(op.operands[0]):
                 name = self.fresh("pf")
-                out.append((name, self.gm_row_at(op, f"{r} + 1 < {R} ? {r} + 1 : {r}")))
+                gm = op.operands[1]
+                if len(lead) == 1:
+                    last = (f"{self.ex(gm.type.shape[-2])} - 1 - "
+                            f"{c._paren(self.ex(op.attrs['offsets'][-2]))}")
+                    nxt = [f"pp_min({r} + 1, {last})"]
+                else:          # the next row of the tile (its last row: itself again)
+                    q = f"({r} + 1 < {R} ? {r} + 1 : {r})"
+                    nxt, inner = [], 1
+                    for size in reversed(lead):
+                        nxt.append(f"{q} / {inner} % {size}" if inner > 1 else f"{q} % {size}")
+                        inner *= size
+                    nxt = nxt[::-1]
+                out.append((name, self.gm_row_at(op, nxt)))
                 self.row.prefetch.append((name, op.operands[1].type.dtype.itemsize))
         return out
 
     def row_local_of(self, v) -> bool:
         t = v.type
-        return t.rank == 2 and t.shape[0] == self.row.rows
+        return tuple(t.shape[:-1]) == self.row.lead
 
     def prefetch(self, j: str, w: int, pad: str) -> None:
         """Prefetch statements for columns j .. j + w of the next row (see prefetch_rows)."""
@@ -133,11 +200,22 @@ class RowRuns:
 
     def row_tload(self, op) -> None:
         d, gm = op.operands
-        C, dt, gdt = d.type.shape[1], d.type.dtype, gm.type.dtype
+        if not self.row_local_of(d):       # a tile every row reads (kept in place, one row)
+            self.i_tload(op)
+            return
+        C, dt, gdt = d.type.shape[-1], d.type.dtype, gm.type.dtype
         dst = self.row_ptr(d)
         self.emit("{")
         self.depth += 1
         n, src = self.gm_row(op)
+        if d in self.row.in_place:    # read in place when the whole row is valid
+            buf = f"{dst}_b"
+            self.emit(f"if ({n} == {C}) {dst} = {src};")
+            self.emit(f"else {{ if ({n}) memcpy({buf}, {src}, {n} * {dt.itemsize}); "
+                      f"memset({buf} + {n}, 0, ({C} - {n}) * {dt.itemsize}); {dst} = {buf}; }}")
+            self.depth -= 1
+            self.emit("}")
+            return
         if dt == gdt:
             self.emit(f"if ({n}) memcpy({dst}, {src}, {n} * {dt.itemsize});")
         else:
@@ -168,18 +246,18 @@ class RowRuns:
     def row_texpands(self, op) -> None:
         d = op.operands[0]
         j = self.fresh("j")
-        self.emit(f"for (int64_t {j} = 0; {j} < {d.type.shape[1]}; {j}++) "
+        self.emit(f"for (int64_t {j} = 0; {j} < {d.type.shape[-1]}; {j}++) "
                   f"{self.row_at(d, j)} = {self.fill_value(op)};")
 
     def row_treduce(self, op) -> None:
         dst, src = op.operands
-        C = src.type.shape[1]
+        C = src.type.shape[-1]
         kind = op.attrs["kind"]
         ident, comb, work = c._reduce_ops(kind, src.type.dtype)
         self.emit("{")
         self.depth += 1
         n = self.fresh("v")
-        self.emit(f"const int64_t {n} = {self.clamp(C, op.attrs['valid'][1])};")
+        self.emit(f"const int64_t {n} = {self.clamp(C, op.attrs['valid'][-1])};")
         row = self.row_ptr(src)
         if C >= c.ACC_LANES:
             self.lane_reduce(row, src.type.dtype, n, ident, comb, work, kind)
@@ -273,31 +351,52 @@ class RowRuns:
             ln.step(local[ln.src], j, k, pad)
         if unit.store:
             t, gm = unit.store.operands
+            rounded = self.bits.get(local[t])
+            if rounded and rounded[0] == gm.type.dtype:
+                return rounded[1]              # already the stored dtype's bits
             return c._st(gm.type.dtype, local[t], "float" if t.type.dtype.kind == "float"
                          else "int")
         return ""
 
     def row_lanes(self, C: int, lanes: list, element) -> None:
         """The loop of a pass with reductions: ACC_LANES columns at a time, then the tail,
-        then each reduction's lanes combined."""
+        then each reduction's lanes combined. When a reduction's valid columns are known
+        only at run time, the whole chunks of valid columns come first, without the test of
+        each element (a test per element keeps gcc from vectorising the pass), then the
+        chunks past them with it; the lanes see the same elements in the same order."""
         j, k = self.fresh("j"), self.fresh("k")
         self.emit(f"int64_t {j} = 0;")
-        if self.row.prefetch:
-            self.emit(f"for (; {j} + {c.ACC_LANES} <= {C}; {j} += {c.ACC_LANES}) {{")
-            self.prefetch(j, c.ACC_LANES, "    ")
-        else:
-            self.emit(f"for (; {j} + {c.ACC_LANES} <= {C}; {j} += {c.ACC_LANES})")
-        self.emit(f"    PP_LANES for (int {k} = 0; {k} < {c.ACC_LANES}; {k}++) {{")
-        element(f"{j} + {k}", k, "        ")
-        self.emit("    }")
-        if self.row.prefetch:
-            self.emit("}")
+        bounds = [ln.n for ln in lanes if ln.n]
+        if bounds:
+            full = self.fresh("full")
+            lim = bounds[0]
+            for b in bounds[1:]:
+                lim = f"pp_min({lim}, {b})"
+            self.emit(f"const int64_t {full} = {lim} / {c.ACC_LANES} * {c.ACC_LANES};")
+            self.row.guard = False
+            self.lane_chunks(full, j, k, element)
+            self.row.guard = True
+        self.lane_chunks(str(C), j, k, element)
         if C % c.ACC_LANES:
             self.emit(f"for (int {k} = 0; {j} + {k} < {C}; {k}++) {{")
             element(f"{j} + {k}", k, "    ")
             self.emit("}")
         for ln in lanes:
             ln.close()
+
+    def lane_chunks(self, end: str, j: str, k: str, element) -> None:
+        """for (; j + ACC_LANES <= end; ...): one lane step per chunk of columns."""
+        L = c.ACC_LANES
+        if self.row.prefetch:
+            self.emit(f"for (; {j} + {L} <= {end}; {j} += {L}) {{")
+            self.prefetch(j, L, "    ")
+        else:
+            self.emit(f"for (; {j} + {L} <= {end}; {j} += {L})")
+        self.emit(f"    PP_LANES for (int {k} = 0; {k} < {L}; {k}++) {{")
+        element(f"{j} + {k}", k, "        ")
+        self.emit("    }")
+        if self.row.prefetch:
+            self.emit("}")
 
     def row_sink(self, store, element) -> None:
         """The loop of a pass that ends in a store: valid elements of row r only, written to
@@ -340,7 +439,7 @@ class _Lanes:
         self.ident, self.comb, self.work = c._reduce_ops(self.kind, self.src.type.dtype)
         self.split = self.work == "float" and self.kind in ("max", "min")
         self.lanes, self.k = prog.fresh("lane"), prog.fresh("k")
-        valid = red.attrs["valid"][1]
+        valid = red.attrs["valid"][-1]
         self.n = None
         if not (isinstance(valid, int) and valid >= C):
             self.n = prog.fresh("n")
@@ -366,7 +465,7 @@ class _Lanes:
                 x = f"({x} + 0.0f)"
             upd = [(lane, self.comb.format(acc=lane, x=x))]
         for target, e in upd:
-            if self.n:           # only the valid columns count
+            if self.n and self.p.row.guard:      # only the valid columns count
                 e = f"{j} < {self.n} ? {c._paren(e)} : {target}"
             self.p.emit(f"{pad}{target} = {e};")
 

@@ -1,14 +1,18 @@
 """fuse: group the kernels of the tile graph into blocks, one program per core task.
 
 Kernels are visited in program order and each tries to join the group of every kernel it
-reads data from, latest first. Two groups merge when all of these hold:
+reads data from, latest first, then of every kernel that wrote a tensor it writes (two
+assignments into parts of one output, like rope's two halves). Two groups merge when all of
+these hold:
 
 - the same grid (instance g of the block runs instance g of every member);
 - at most max-kernels kernels together (bounds the work of one merge);
 - core kinds the target can run in one program: cube and vector work only together on a
   target with mixed programs; copy-only kernels go with either;
-- every tensor one side writes and the other touches is touched at one footprint, at the top
-  level of the kernels (instance g needs only what instance g produced);
+- every tensor one side writes and the other touches is touched at the top level of the
+  kernels, and each pair of its accesses across the sides is at one footprint (instance g
+  needs only what instance g produced) or at boxes that cannot overlap (constant, disjoint
+  ranges of one dim: out[:, 0:64] and out[:, 64:128]);
 - no path from one group to the other through a group outside both (the merged block would
   both precede and follow that group);
 - the fused block fits the core's buffers, measured on the body as forward and cse will
@@ -112,6 +116,7 @@ class _Fuser:
         self.acc = [self._accesses(k) for k in kernels]
         self.succ = [set() for _ in range(n)]
         self.data_preds = [[] for _ in range(n)]
+        self.co_writers = [[] for _ in range(n)]      # earlier writers of what it writes
         self._edges()
 
     @staticmethod
@@ -152,12 +157,14 @@ class _Fuser:
                             self.succ[r].add(j)
                     if w is not None and w != j:
                         self.succ[w].add(j)
+                        if w not in self.co_writers[j]:
+                            self.co_writers[j].append(w)
                     last_w[gm] = j
 
     # -- merging --------------------------------------------------------------------------
     def fuse(self) -> None:
         for j in range(len(self.kernels)):
-            for i in sorted(self.data_preds[j], reverse=True):
+            for i in sorted(self.data_preds[j], reverse=True) + self.co_writers[j]:
                 a, b = self.group[i], self.group[j]
                 if a != b and self.can_merge(a, b):
                     self.merge(a, b)
@@ -252,7 +259,8 @@ class _Fuser:
         return all(used <= self.target.buffer(s) for s, used in peak.items())
 
     def _instance_local(self, ga: list, gb: list) -> bool:
-        """Tensors written by one side and touched by the other: same footprint, top level."""
+        """Tensors written by one side and touched by the other: top level, and each pair of
+        accesses across the sides at one footprint or at boxes that cannot overlap."""
         def index(members):
             out: dict = {}
             for m in members:
@@ -264,8 +272,9 @@ class _Fuser:
             accs = ia[gm] + ib[gm]
             if not any(mode == "w" for mode, _, _ in accs):
                 continue
-            keys = {key for _, key, _ in accs}
-            if len(keys) != 1 or not all(top for _, _, top in accs):
+            if not all(top for _, _, top in accs):
+                return False
+            if any(ka != kb and not _disjoint(ka, kb) for _, ka, _ in ia[gm] for _, kb, _ in ib[gm]):
                 return False
         return True
 
@@ -332,3 +341,13 @@ class _Fuser:
         if labels:
             attrs["labels"] = labels
         return Op("block", [], [], attrs, [self.body(members)], ks[0].loc)
+
+
+def _disjoint(ka: tuple, kb: tuple) -> bool:
+    """Can two accesses' boxes never overlap (footprint keys: tensor, offsets, valid extents,
+    tile shape)? Yes when on some dim both have a constant offset and extent and the ranges
+    are apart, whatever the instance."""
+    for oa, ob, va, vb in zip(ka[1], kb[1], ka[2], kb[2]):
+        if all(type(x) is int for x in (oa, ob, va, vb)) and (oa + va <= ob or ob + vb <= oa):
+            return True
+    return False

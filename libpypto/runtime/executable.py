@@ -20,6 +20,10 @@ from ..analysis.expand import Expansion, expand
 MAX_PLANS = 64      # plans kept per executable (per binding, and data read at run time)
 # estimated work under which a run is "tiny" (Plan.tiny)
 TINY_SECONDS = 20e-6
+# a worker takes consecutive instances of a launch together up to about this much estimated
+# work (Plan.batch; rt.c pp_take_batch), at most BATCH_MAX of them
+BATCH_SECONDS = 50e-6
+BATCH_MAX = 64
 
 
 class Plan:
@@ -56,15 +60,9 @@ class Plan:
         prog_of_task = np.asarray([index[t.attrs["program"]] for t in exp.tasks] or [0], np.int32)
         self.prog = np.ascontiguousarray(prog_of_task[task_of_launch[launch_of]] if n
                                          else np.zeros(1, np.int32))
-        self.npred = np.asarray([len(ps) for ps in exp.preds] or [0], np.int32)
-        succ = [[] for _ in range(n)]
-        for i, ps in enumerate(exp.preds):
-            for q in ps:
-                succ[q].append(i)
-        self.succ_off = np.zeros(n + 1, np.int64)
-        self.succ_off[1:] = np.cumsum([len(s) for s in succ]) if n else []
-        self.succ = np.asarray([x for s in succ for x in s] or [0], np.int64)
+        self.npred, self.succ_off, self.succ = _successors(exp.pred_ptr, exp.pred_idx, n)
         self.workspaces = workspaces(exp, doc)
+        self._batch = None
 
     @property
     def tiny(self) -> bool:
@@ -73,19 +71,45 @@ class Plan:
         costs more than it saves, and the JIT runs it on the calling thread alone, holding
         the GIL (outputs are the same bits for any thread count). Unknown work is not tiny."""
         if self._tiny is None:
-            from ..analysis.work import task_work
-            exp = self.exp
-            programs = {p.attrs["name"]: p for p in exp.programs}
-            seconds = 0.0
-            try:
-                for lc in exp.launches:
-                    nbytes, flops = task_work(programs[exp.tasks[lc.task].attrs["program"]],
-                                              lc.scalars)
-                    seconds += nbytes / 10e9 + flops / 20e9
-            except Exception:
-                seconds = float("inf")
-            self._tiny = seconds < TINY_SECONDS
+            self._tiny = sum(self._launch_seconds()) < TINY_SECONDS
         return self._tiny
+
+    def _launch_seconds(self) -> list:
+        """Estimated seconds of each launch (GM bytes at 10 GB/s plus FLOPs at 20 GFLOP/s,
+        both below one thread's rates here; inf where the estimate fails)."""
+        if getattr(self, "_seconds", None) is not None:
+            return self._seconds
+        from ..analysis.work import task_work
+        exp = self.exp
+        programs = {p.attrs["name"]: p for p in exp.programs}
+        out = []
+        for lc in exp.launches:
+            try:
+                nbytes, flops = task_work(programs[exp.tasks[lc.task].attrs["program"]],
+                                          lc.scalars)
+                out.append(nbytes / 10e9 + flops / 20e9)
+            except Exception:
+                out.append(float("inf"))
+        self._seconds = out
+        return out
+
+    @property
+    def batch(self) -> np.ndarray:
+        """Per task instance, how many consecutive instances of its launch a worker may take
+        with it (rt.c pp_take_batch): about BATCH_SECONDS of estimated work, at most
+        BATCH_MAX, 1 for instances of unknown or large work. One lock, one wake-up and one
+        scheduling decision per batch instead of per instance, for launches of many small
+        instances (1-row tiles); the runtime still leaves the other workers their share, and
+        each instance runs as it would alone (the same bits)."""
+        if self._batch is None:
+            exp = self.exp
+            out = np.ones(max(1, exp.n), np.int32)
+            for lc, sec in zip(exp.launches, self._launch_seconds()):
+                per = sec / max(1, lc.n)
+                if lc.n > 1 and 0 < per < BATCH_SECONDS:
+                    out[lc.first:lc.first + lc.n] = min(BATCH_MAX, int(BATCH_SECONDS / per))
+            self._batch = out
+        return self._batch
 
     def instance(self, i: int) -> tuple:
         """(task index, index within its launch) of instance i."""
@@ -117,6 +141,21 @@ def workspaces(exp: Expansion, doc=None) -> dict:
     return out
 
 
+def _successors(ptr: np.ndarray, idx: np.ndarray, n: int) -> tuple:
+    """(predecessor counts, CSR offsets, successors) of n instances from the expansion's
+    predecessor CSR (pred_ptr, pred_idx); the successors of each instance in increasing
+    order."""
+    counts = np.diff(ptr[:n + 1]) if n else np.zeros(0, np.int64)
+    npred = np.ascontiguousarray(counts.astype(np.int32) if n else np.zeros(1, np.int32))
+    src = np.asarray(idx[:int(counts.sum())], np.int64) if n else np.zeros(0, np.int64)
+    dst = np.repeat(np.arange(n, dtype=np.int64), counts)
+    order = np.argsort(src, kind="stable")         # dst increases within each src
+    succ_off = np.zeros(n + 1, np.int64)
+    succ_off[1:] = np.cumsum(np.bincount(src, minlength=n)) if n else []
+    succ = dst[order] if src.size else np.zeros(1, np.int64)
+    return npred, succ_off, np.ascontiguousarray(succ, np.int64)
+
+
 DIRECT_ARGS = 8            # rt.c PP_DIRECT: parameter pointers passed as arguments
 
 
@@ -126,7 +165,7 @@ class _LaunchStruct(ctypes.Structure):
                 ("nargs", ctypes.c_int64)] + [
         (name, ctypes.c_void_p) for name in (
             "prog", "tensors", "slot", "bufs", "tensor_off", "scalars", "scalar_off", "npred0",
-            "npred", "succ_off", "succ", "t_start", "t_end", "t_core")] + [
+            "npred", "succ_off", "succ", "t_start", "t_end", "t_core", "batch")] + [
         ("wall_ns", ctypes.c_int64)]
 
 
@@ -169,7 +208,7 @@ class Launcher:
                 "t_core": np.zeros(max(1, n), np.int32),
                 "prog": plan.prog, "tensor_off": plan.tensor_off, "scalars": plan.scalars,
                 "scalar_off": plan.scalar_off, "npred0": np.ascontiguousarray(plan.npred),
-                "succ_off": plan.succ_off, "succ": plan.succ}
+                "succ_off": plan.succ_off, "succ": plan.succ, "batch": plan.batch}
         self._keep = keep                   # the struct points into these arrays
         direct = len(params) <= DIRECT_ARGS
         self.pad = [None] * (DIRECT_ARGS - len(params)) if direct else None
@@ -199,6 +238,109 @@ class Launcher:
                 "core": k["t_core"][:n].copy(), "wall_s": self.struct.wall_ns / 1e9}
 
 
+FAST_MISS = -2             # rt.c PP_FAST_MISS: an argument does not match the plan
+FAST_RANK = 8              # rt.c PP_FAST_RANK
+# numpy's array flags the fast call compares (NPY_ARRAY_C_CONTIGUOUS, _ALIGNED, _WRITEABLE)
+_FLAGS_MASK = 0x1 | 0x100 | 0x400
+
+
+class _FastStruct(ctypes.Structure):
+    """rt.c's pp_fast, field for field."""
+    _fields_ = [("nargs", ctypes.c_int64), ("type", ctypes.c_void_p)] + [
+        (f"off_{n}", ctypes.c_int64) for n in ("type", "data", "nd", "dims", "descr", "flags")
+    ] + [("flags_mask", ctypes.c_int64), ("nd", ctypes.c_int64 * DIRECT_ARGS),
+         ("flags", ctypes.c_int64 * DIRECT_ARGS), ("param", ctypes.c_int64 * DIRECT_ARGS),
+         ("descr", ctypes.c_void_p * DIRECT_ARGS),
+         ("dims", (ctypes.c_int64 * FAST_RANK) * DIRECT_ARGS), ("L", ctypes.c_void_p)]
+
+
+_LAYOUT: list = []
+
+
+def array_layout() -> dict | None:
+    """Where numpy's array object keeps its type, data pointer, rank, sizes, dtype and flags
+    (byte offsets), found on live arrays and checked against what numpy reports; None if
+    the layout is not the expected one (then no call takes the fast path)."""
+    if _LAYOUT:
+        return _LAYOUT[0]
+    found = None
+    try:
+        ptr = ctypes.sizeof(ctypes.c_void_p)
+        lay = {"type": ptr, "data": 2 * ptr, "nd": 3 * ptr, "dims": 4 * ptr,
+               "descr": 7 * ptr, "flags": 8 * ptr}
+        a = np.zeros((3, 5), np.float32)
+        ro = np.zeros((2, 7, 4), np.int64)[:, ::2]
+        ro.flags.writeable = False
+
+        def at(x, off, ct):
+            return ct.from_address(id(x) + off).value
+
+        for x in (a, ro):
+            dims = ctypes.cast(at(x, lay["dims"], ctypes.c_void_p),
+                               ctypes.POINTER(ctypes.c_int64))
+            bits = at(x, lay["flags"], ctypes.c_int)
+            ok = (at(x, lay["type"], ctypes.c_void_p) == id(np.ndarray)
+                  and at(x, lay["data"], ctypes.c_void_p) == x.ctypes.data
+                  and at(x, lay["nd"], ctypes.c_int) == x.ndim
+                  and [dims[d] for d in range(x.ndim)] == list(x.shape)
+                  and at(x, lay["descr"], ctypes.c_void_p) == id(x.dtype)
+                  and bool(bits & 0x1) == x.flags.c_contiguous
+                  and bool(bits & 0x100) == x.flags.aligned
+                  and bool(bits & 0x400) == x.flags.writeable)
+            if not ok:
+                break
+        else:
+            found = lay
+    except Exception:
+        found = None
+    _LAYOUT.append(found)
+    return found
+
+
+class FastCall:
+    """A call plan's hit as one foreign call (rt.c pypto_fast): the arguments go to C as
+    the addresses of the Python objects, C checks each against this plan (numpy array type, rank, sizes, dtype
+    object, flags) and reads its data pointer, then launches. `run` returns FAST_MISS when
+    an argument differs (the caller takes the full path), else 0; a failed run raises."""
+
+    def __init__(self, fn, launcher, arrays: list, names: list, layout: dict):
+        self.fn, self.launcher = fn, launcher
+        self.nargs = len(arrays)
+        self.pad = [None] * (DIRECT_ARGS - len(arrays))
+        self._dtypes = [a.dtype for a in arrays]          # the descr pointers stay valid
+        st = _FastStruct(nargs=len(arrays), type=id(np.ndarray), flags_mask=_FLAGS_MASK,
+                         L=launcher.addr, **{f"off_{k}": v for k, v in layout.items()})
+        for i, (a, n) in enumerate(zip(arrays, names)):
+            st.nd[i] = a.ndim
+            st.descr[i] = id(a.dtype)
+            st.flags[i] = ((0x1 if a.flags.c_contiguous else 0) | (0x100 if a.flags.aligned
+                           else 0) | (0x400 if a.flags.writeable else 0))
+            st.param[i] = launcher.params.index(n) if n in launcher.params else -1
+            for d, x in enumerate(a.shape):
+                st.dims[i][d] = x
+        self.struct = st
+        self.addr = ctypes.addressof(st)
+
+    @staticmethod
+    def make(fn, launcher, arrays: list, names: list) -> "FastCall | None":
+        """The fast call of a launcher for arguments like arrays, if the call can take it
+        (at most DIRECT_ARGS parameters, direct; ranks up to FAST_RANK; numpy's layout
+        as expected)."""
+        layout = array_layout()
+        if (fn is None or layout is None or launcher.pad is None or len(arrays) > DIRECT_ARGS
+                or any(type(a) is not np.ndarray or a.ndim > FAST_RANK for a in arrays)):
+            return None
+        return FastCall(fn, launcher, arrays, names, layout)
+
+    def run(self, args: tuple, nthreads: int) -> int:
+        """One launch with args (the caller keeps them alive: C gets their addresses)."""
+        rc = self.fn(self.addr, nthreads, *map(id, args), *self.pad)
+        if rc == 0 or rc == FAST_MISS:
+            return rc
+        raise PyptoError("the runtime could not start its worker threads or arenas, or its "
+                         "task tables have a dependency cycle")
+
+
 class NativeExecutable:
     """A compiled shared library of programs plus the runtime, with plans per binding."""
 
@@ -215,6 +357,13 @@ class NativeExecutable:
             self.launch = self.lib.pypto_launch
             self.launch_gil = ctypes.PyDLL(lib_path).pypto_launch
             for f in (self.launch, self.launch_gil):
+                f.argtypes = [ctypes.c_void_p, ctypes.c_int] + [ctypes.c_void_p] * DIRECT_ARGS
+                f.restype = ctypes.c_int
+            # the fast call reads its arguments' fields (the objects at the addresses it gets,
+            # alive for the call): with the GIL (tiny runs) or without
+            self.fast = self.lib.pypto_fast
+            self.fast_gil = ctypes.PyDLL(lib_path).pypto_fast
+            for f in (self.fast, self.fast_gil):
                 f.argtypes = [ctypes.c_void_p, ctypes.c_int] + [ctypes.c_void_p] * DIRECT_ARGS
                 f.restype = ctypes.c_int
 

@@ -1,7 +1,11 @@
 /* pypto host runtime: run task instances on a pool of threads in dependency order (MPMD).
 
    Tasks arrive in schedule order (their index is their priority). A task becomes ready when
-   its last predecessor finishes; idle workers take the ready task with the lowest index.
+   its last predecessor finishes; idle workers take the ready task with the lowest index, and
+   with it, up to the task's batch count (a table the JIT plans: instances of little work
+   each), the ready tasks that directly follow it in index order with the same program,
+   while enough ready work stays for the other workers: one lock and one wake-up per batch
+   instead of per task. Each task still records its own start and end.
    Every worker owns a scratch arena (the core's on-chip buffers) and records when each task
    started and ended, and on which worker. Compiled together with the emitted programs. */
 #include <stdint.h>
@@ -22,6 +26,8 @@ typedef struct {
     const int64_t *succ;
     int64_t *t_start, *t_end;     /* ns since the run began */
     int32_t *t_core;
+    const int32_t *batch;         /* per task: most tasks taken with it (NULL: 1) */
+    int nthreads;                 /* workers of this run */
     /* shared state */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -66,6 +72,21 @@ static int64_t pp_heap_pop(pp_run_state *st) {
     return top;
 }
 
+/* How many tasks to run from t on (t already taken, the lock held): t and the ready tasks
+   t + 1, t + 2, ... of t's program while they top the heap, up to t's batch count and to a
+   share that leaves the other workers as much ready work as this one takes. */
+static int64_t pp_take_batch(pp_run_state *st, int64_t t) {
+    if (!st->batch || st->batch[t] <= 1) return 1;
+    int64_t cap = st->batch[t], fair = st->heap_n / (2 * (int64_t)st->nthreads) + 1;
+    if (cap > fair) cap = fair;
+    int64_t n = 1;
+    while (n < cap && st->heap_n > 0 && st->heap[0] == t + n && st->prog[t + n] == st->prog[t]) {
+        pp_heap_pop(st);
+        n++;
+    }
+    return n;
+}
+
 /* One worker's share of a run: take ready tasks until none remain. A worker that finds no
    ready task while none is running and some remain has found a cycle in the tables: the run
    fails instead of waiting forever. */
@@ -81,25 +102,27 @@ static void pp_work(pp_run_state *st, int core, char *arena) {
             pthread_cond_wait(&st->cv, &st->mu);
         }
         if (st->remaining == 0 || st->failed) break;
-        int64_t t = pp_heap_pop(st);
-        st->running++;
+        int64_t t = pp_heap_pop(st), n = pp_take_batch(st, t);
+        st->running += n;
         pthread_mutex_unlock(&st->mu);
-        st->t_start[t] = pp_now_ns(&st->t0);
-        pypto_programs[st->prog[t]](st->tensors + st->tensor_off[t], st->scalars + st->scalar_off[t],
-                                    arena);
-        st->t_end[t] = pp_now_ns(&st->t0);
-        st->t_core[t] = core;
+        for (int64_t u = t; u < t + n; u++) {
+            st->t_start[u] = pp_now_ns(&st->t0);
+            pypto_programs[st->prog[u]](st->tensors + st->tensor_off[u],
+                                        st->scalars + st->scalar_off[u], arena);
+            st->t_end[u] = pp_now_ns(&st->t0);
+            st->t_core[u] = core;
+        }
         pthread_mutex_lock(&st->mu);
-        st->running--;
+        st->running -= n;
         int woke = 0;
-        for (int64_t k = st->succ_off[t]; k < st->succ_off[t + 1]; k++) {
+        for (int64_t k = st->succ_off[t]; k < st->succ_off[t + n]; k++) {
             int64_t s = st->succ[k];
             if (--st->npred[s] == 0) {
                 pp_heap_push(st, s);
                 woke++;
             }
         }
-        st->remaining--;
+        st->remaining -= n;
         if (st->remaining == 0 || woke > 1)
             pthread_cond_broadcast(&st->cv);
         else if (woke == 1)
@@ -249,13 +272,13 @@ static void pp_run_on_pool(pp_run_state *st, int use) {
 static int pp_run(int64_t ntasks, const int32_t *prog, void *const *tensors,
                   const int64_t *tensor_off, const int64_t *scalars, const int64_t *scalar_off,
                   int32_t *npred, const int64_t *succ_off, const int64_t *succ, int nthreads,
-                  int64_t *t_start, int64_t *t_end, int32_t *t_core) {
+                  int64_t *t_start, int64_t *t_end, int32_t *t_core, const int32_t *batch) {
     pp_run_state st;
     memset(&st, 0, sizeof st);
     st.ntasks = ntasks; st.prog = prog; st.tensors = tensors; st.tensor_off = tensor_off;
     st.scalars = scalars; st.scalar_off = scalar_off; st.npred = npred;
     st.succ_off = succ_off; st.succ = succ;
-    st.t_start = t_start; st.t_end = t_end; st.t_core = t_core;
+    st.t_start = t_start; st.t_end = t_end; st.t_core = t_core; st.batch = batch;
     st.arena_bytes = pypto_arena_bytes;
     st.remaining = ntasks;
     st.heap = (int64_t *)malloc(sizeof(int64_t) * (size_t)(ntasks > 0 ? ntasks : 1));
@@ -272,7 +295,8 @@ static int pp_run(int64_t ntasks, const int32_t *prog, void *const *tensors,
         rc = -1;
     } else {
         clock_gettime(CLOCK_MONOTONIC, &st.t0);
-        pp_run_on_pool(&st, have < nthreads ? have : nthreads);
+        st.nthreads = have < nthreads ? have : nthreads;
+        pp_run_on_pool(&st, st.nthreads);
         if (st.failed || st.remaining != 0) rc = -1;
     }
     pthread_mutex_destroy(&st.mu);
@@ -288,7 +312,7 @@ int pypto_run(int64_t ntasks, const int32_t *prog, void *const *tensors, const i
               int64_t *t_start, int64_t *t_end, int32_t *t_core) {
     pthread_mutex_lock(&pp_pool.run_mu);
     int rc = pp_run(ntasks, prog, tensors, tensor_off, scalars, scalar_off, npred, succ_off,
-                    succ, nthreads, t_start, t_end, t_core);
+                    succ, nthreads, t_start, t_end, t_core, NULL);
     pthread_mutex_unlock(&pp_pool.run_mu);
     return rc;
 }
@@ -314,6 +338,7 @@ typedef struct {
     const int64_t *succ_off, *succ;
     int64_t *t_start, *t_end;
     int32_t *t_core;
+    const int32_t *batch;         /* per task: most tasks taken with it (pp_take_batch) */
     int64_t wall_ns;              /* out */
 } pp_launch;
 
@@ -327,12 +352,61 @@ int pypto_launch(pp_launch *L, int nthreads, void *p0, void *p1, void *p2, void 
     for (int64_t k = 0; k < L->nslots; k++) L->tensors[k] = L->bufs[L->slot[k]];
     if (L->ntasks > 0) memcpy(L->npred, L->npred0, sizeof(int32_t) * (size_t)L->ntasks);
     int rc = pp_run(L->ntasks, L->prog, L->tensors, L->tensor_off, L->scalars, L->scalar_off,
-                    L->npred, L->succ_off, L->succ, nthreads, L->t_start, L->t_end, L->t_core);
+                    L->npred, L->succ_off, L->succ, nthreads, L->t_start, L->t_end, L->t_core,
+                    L->batch);
     L->wall_ns = pp_now_ns(&t0);
     pthread_mutex_unlock(&pp_pool.run_mu);
     return rc;
 }
 
+
+/* The call-plan cache's hit in one foreign call (libpypto/jit.py, _FastCall, mirrors this
+   struct): the arguments come as the Python objects themselves, and a plan runs only if each
+   is a numpy array of exactly the type, rank, sizes, dtype object and flags (C-contiguous,
+   aligned, writeable) the plan was made for; its data pointer is then read from the array
+   and the launch runs as pypto_launch. The array's layout (where the data pointer, rank,
+   sizes, dtype and flags sit in numpy's array object) was probed from Python on a live
+   array when the library was loaded. Returns PP_FAST_MISS when an argument does not match
+   (the caller then takes the full path, which checks everything), else pypto_launch's
+   result. The caller holds a reference to every argument for the call. */
+#define PP_FAST_MISS (-2)
+#define PP_FAST_RANK 8
+typedef struct {
+    int64_t nargs;                           /* tensor arguments */
+    const void *type;                        /* numpy.ndarray */
+    int64_t off_type, off_data, off_nd, off_dims, off_descr, off_flags;
+    int64_t flags_mask;
+    int64_t nd[PP_DIRECT], flags[PP_DIRECT], param[PP_DIRECT];  /* param: its launch slot */
+    const void *descr[PP_DIRECT];
+    int64_t dims[PP_DIRECT][PP_FAST_RANK];
+    pp_launch *L;
+} pp_fast;
+
+static int pp_fast_arg(const pp_fast *F, int64_t i, const char *o, void **data) {
+    if (!o || *(const void *const *)(o + F->off_type) != F->type) return 0;
+    if (*(const int *)(o + F->off_nd) != F->nd[i]) return 0;
+    if (*(const void *const *)(o + F->off_descr) != F->descr[i]) return 0;
+    if ((*(const int *)(o + F->off_flags) & F->flags_mask) != F->flags[i]) return 0;
+    const int64_t *dims = *(const int64_t *const *)(o + F->off_dims);
+    for (int64_t d = 0; d < F->nd[i]; d++)
+        if (dims[d] != F->dims[i][d]) return 0;
+    *data = *(void *const *)(o + F->off_data);
+    return 1;
+}
+
+int pypto_fast(pp_fast *F, int nthreads, const char *a0, const char *a1, const char *a2,
+               const char *a3, const char *a4, const char *a5, const char *a6,
+               const char *a7) {
+    const char *args[PP_DIRECT] = {a0, a1, a2, a3, a4, a5, a6, a7};
+    void *p[PP_DIRECT] = {0};
+    if (F->nargs > PP_DIRECT) return PP_FAST_MISS;
+    for (int64_t i = 0; i < F->nargs; i++) {
+        void *data;
+        if (!pp_fast_arg(F, i, args[i], &data)) return PP_FAST_MISS;
+        if (F->param[i] >= 0) p[F->param[i]] = data;
+    }
+    return pypto_launch(F->L, nthreads, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
+}
 
 #ifdef PYPTO_STANDALONE
 /* A run in a process of its own: the sanitized build (pypto-run --sanitize) is this program.

@@ -60,12 +60,13 @@ def test_split_row_pass_prints_one_pass_per_instruction():
 
 
 def test_row_run_prefetches_the_next_row_in_its_first_pass_only():
-    """Each GM tile loaded row by row gets a pointer to its next row (its own row again at the
-    tile's last row) and one prefetch per 16 columns, in the first pass over the row."""
+    """Each GM tile loaded row by row gets a pointer to its next row (at the tile's last row
+    the next tile's first, at the tensor's last row its own again) and one prefetch per 16
+    columns, in the first pass over the row."""
     split = c_of(cases.exec_doc(cases.WIDE_BODY.replace("ADDR", "0"), cases.WIDE))
     run = split[split.index("one row at a time"):]
     assert run.count("/* next row */") == 1
-    assert "r1 + 1 < " in run
+    assert "pp_min(r1 + 1, " in run
     first = run.index("one pass over the row")
     second = run.index("one pass over the row", first + 1)
     assert run.count("__builtin_prefetch(") == 1

@@ -210,3 +210,45 @@ def test_tiny_plans_run_on_the_calling_thread():
     axpy(xb, yb, outb)
     check_axpy(xb, yb, outb)
     assert not axpy._calls[next(reversed(axpy._calls))].launcher.plan.tiny
+
+
+def test_the_last_plan_runs_in_one_foreign_call_and_any_difference_misses(monkeypatch):
+    """A call like the last one takes the fast call (no signature in Python: here it would
+    raise); another size, dtype, layout, a resized or read-only array or an array-like
+    falls through to the key's lookup and the full path, with their results and errors."""
+    axpy, _ = make_kernels()
+    x, y, out = data(24)
+    axpy(x, y, out)
+    fast = axpy._fast
+    assert fast is not None and fast.nargs == 3
+    real = jitmod._call_signature
+
+    def no_signature(*args, **kwargs):
+        raise AssertionError("the fast call should have run")
+
+    monkeypatch.setattr(jitmod, "_call_signature", no_signature)
+    out[...] = 0
+    axpy(x, y, out)
+    check_axpy(x, y, out)
+    assert axpy.last_run is not None and len(axpy.last_run["start_ns"]) == 3
+    monkeypatch.setattr(jitmod, "_call_signature", real)
+    class Wrap:                                      # an array-like
+        def __array__(self, dtype=None, copy=None):
+            return x
+
+    for args in (data(16), (np.asfortranarray(x), y, np.zeros_like(x)),
+                 (Wrap(), y, np.zeros_like(x))):
+        axpy(*args)
+        check_axpy(np.asarray(args[0], np.float32), args[1], args[2])
+    with pytest.raises(UsageError, match="dtype"):
+        axpy(*(a.astype(np.float64) for a in data(24)))
+    grown = x.copy()
+    grown.resize((32, 64), refcheck=False)           # same object, new size
+    out2 = np.zeros_like(grown)
+    axpy(grown, np.zeros_like(grown), out2)
+    check_axpy(grown, np.zeros_like(grown), out2)
+    ro = out.copy()
+    ro.flags.writeable = False
+    axpy(x, y, out)                                  # the fast call is this plan's again
+    with pytest.raises(PyptoError, match="read-only"):
+        axpy(x, y, ro)

@@ -45,6 +45,27 @@ def test_many_tasks_same_bits_for_any_thread_count():
     assert len(set(results)) == 1
 
 
+def test_small_instances_are_taken_in_batches_and_timed_each():
+    """500 instances of 4 x 64 (about 3 KiB each) get a batch count above 1; every instance
+    still runs once, on a worker of the run, with its own start and end, and the outputs
+    are the same bits for any thread count."""
+    doc, exe = add_exe()
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4 * 500 - 3, 64), dtype=np.float32)
+    plan = exe.plan(run_sizes(doc, {"x": x, "y": x}))
+    assert plan.batch.shape == (500,) and int(plan.batch.min()) > 1
+    outs = []
+    for threads in (1, 2):
+        out = np.zeros_like(x)
+        timing = exe(plan, {"x": x, "y": x, "out": out}, threads)
+        start, end = timing["start_ns"], timing["end_ns"]
+        assert len(start) == 500 and np.all(end >= start) and np.all(end > 0)
+        assert set(timing["core"].tolist()) <= set(range(threads))
+        outs.append(out.tobytes())
+    assert outs[0] == outs[1]
+    np.testing.assert_allclose(out, (x + x) * x, rtol=1e-6)
+
+
 def test_a_dependency_cycle_fails_the_run(monkeypatch):
     doc, exe = add_exe()
     x = np.ones((8, 64), np.float32)
@@ -68,4 +89,5 @@ def test_launcher_struct_matches_the_tables():
     assert la is exe.launcher(plan) and la.params == ["x", "y", "out"]
     assert la.struct.ntasks == plan.exp.n == 3
     assert la.struct.prog == plan.prog.ctypes.data
-    assert ctypes.sizeof(la.struct) == 8 * 18
+    assert ctypes.sizeof(la.struct) == 8 * 19
+    assert la.struct.batch == plan.batch.ctypes.data

@@ -1,0 +1,120 @@
+"""Row runs in the C (libpypto/codegen/c_rows.py): rows read in place, passes over a run-time
+number of valid columns."""
+# no `from __future__ import annotations`: the kernels' annotations use local names
+import numpy as np
+
+import libpypto as pypto
+from libpypto.jit import call_kernel
+from libpypto.runtime import code_op
+
+def test_reduction_over_a_run_time_width_steps_its_valid_chunks_untested():
+    """A row reduction whose valid columns are known only at run time (a named H bounded by
+    its tile) first steps the whole chunks of valid columns with no test per element (which
+    kept gcc from vectorising the pass), then the rest with it: the same elements in the
+    same lanes and order. A named H gives the static result bit for bit where the static
+    tile needs no scalar tail (whose libm exp may differ from the vector one in the last
+    bit: a width of 64 here), and within fp32 rounding of numpy for any width."""
+    def softmax_of(h):
+        @pypto.jit
+        def softmax(x: pypto.Tensor[["T", h], pypto.DT_FP32],
+                    y: pypto.Tensor[["T", h], pypto.DT_FP32]):
+            pypto.set_vec_tile_shapes(4, 64)
+            e = pypto.exp(x - pypto.amax(x, dim=-1, keepdim=True))
+            y[:] = e / pypto.sum(e, dim=-1, keepdim=True)
+        return softmax
+    rng = np.random.default_rng(4)
+    named = softmax_of("H")
+    for width in (1, 37, 64):
+        x = rng.standard_normal((6, width), dtype=np.float32)
+        y = np.zeros_like(x)
+        call_kernel(named, (x, y), {}, threads=1)
+        e = np.exp(x.astype(np.float64) - x.max(-1, keepdims=True))
+        assert np.allclose(y, e / e.sum(-1, keepdims=True), rtol=1e-6, atol=1e-7)
+        if width == 64:
+            ys = np.zeros_like(x)
+            call_kernel(softmax_of(width), (x, ys), {}, threads=1)
+            assert np.array_equal(y.view(np.uint32), ys.view(np.uint32))
+    src = code_op(named._cache[next(iter(named._cache))].doc).attrs["source"]
+    run = src[src.index("one pass over the row"):]
+    full = run.index("/ 16 * 16;")
+    first, second = run.index("for (;", full), run.index("for (;", run.index("for (;", full) + 1)
+    assert " < n" not in run[first:second] and " < n" in run[second:]
+
+
+def test_a_loaded_row_is_read_in_place_unless_it_has_a_tail():
+    """A row tile written only by its row load reads a fully valid row where it lies in GM;
+    a row past the valid rows or with fewer valid columns goes to the row on the stack with
+    its tail zeroed, as the copy made it: the same results as numpy either way."""
+    @pypto.jit
+    def rms(x: pypto.Tensor[["T", "H"], pypto.DT_FP32], g: pypto.Tensor[["H"], pypto.DT_FP32],
+            y: pypto.Tensor[["T", "H"], pypto.DT_FP32]):
+        pypto.set_vec_tile_shapes(4, 64)
+        y[:] = pypto.rms_norm(x, g)
+    rng = np.random.default_rng(5)
+    for rows, width in ((10, 64), (7, 40)):
+        x = rng.standard_normal((rows, width), dtype=np.float32)
+        g = rng.standard_normal(width, dtype=np.float32)
+        y = np.zeros_like(x)
+        call_kernel(rms, (x, g, y), {}, threads=2)
+        x64 = x.astype(np.float64)
+        want = x64 / np.sqrt((x64 ** 2).mean(-1, keepdims=True) + 1e-6) * g
+        assert np.allclose(y, want, rtol=1e-5, atol=1e-6)
+    src = code_op(rms._cache[next(iter(rms._cache))].doc).attrs["source"]
+    assert "with a tail */" in src and " == 64) t" in src
+
+
+def test_tiles_of_three_dims_run_row_by_row_and_share_broadcast_rows():
+    """A chain over (2, 4, C) tiles is one row run over its 8 rows (the points of the two
+    leading dims); a (1, 4, C) operand broadcast along the first is loaded once and each
+    row reads its row of it. Bit for bit the result of the same chain on the flattened
+    (rows, C) tensors, and within fp32 rounding of numpy."""
+    @pypto.jit
+    def sm3(x: pypto.Tensor[[4, 8, 256], pypto.DT_FP32],
+            g: pypto.Tensor[[1, 8, 256], pypto.DT_FP32],
+            y: pypto.Tensor[[4, 8, 256], pypto.DT_FP32]):
+        pypto.set_vec_tile_shapes(2, 4, 256)
+        z = x * g
+        e = pypto.exp(z - pypto.amax(z, dim=-1, keepdim=True))
+        y[:] = e / pypto.sum(e, dim=-1, keepdim=True)
+
+    @pypto.jit
+    def sm2(x: pypto.Tensor[[32, 256], pypto.DT_FP32], g: pypto.Tensor[[32, 256], pypto.DT_FP32],
+            y: pypto.Tensor[[32, 256], pypto.DT_FP32]):
+        pypto.set_vec_tile_shapes(8, 256)
+        z = x * g
+        e = pypto.exp(z - pypto.amax(z, dim=-1, keepdim=True))
+        y[:] = e / pypto.sum(e, dim=-1, keepdim=True)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((4, 8, 256), dtype=np.float32)
+    g = rng.standard_normal((1, 8, 256), dtype=np.float32)
+    y = np.zeros_like(x)
+    call_kernel(sm3, (x, g, y), {}, threads=2)
+    src = code_op(sm3._cache[next(iter(sm3._cache))].doc).attrs["source"]
+    assert "tstore: one row at a time */" in src and "of ub.f32[2, 4, 256] */" in src
+    y2 = np.zeros((32, 256), np.float32)
+    g2 = np.ascontiguousarray(np.broadcast_to(g, x.shape).reshape(32, 256))
+    call_kernel(sm2, (x.reshape(32, 256), g2, y2), {}, threads=1)
+    assert np.array_equal(y.reshape(32, 256).view(np.uint32), y2.view(np.uint32))
+    z = x.astype(np.float64) * g
+    e = np.exp(z - z.max(-1, keepdims=True))
+    assert np.allclose(y, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_stores_into_disjoint_halves_of_a_row_share_a_run():
+    """Two stores into one tensor whose column ranges cannot meet (y[:, :128], y[:, 128:])
+    stay in one row run; fp16 results are stored as the bits they were rounded to: the
+    same bytes as numpy rounding each fp32 result to fp16."""
+    @pypto.jit
+    def halves(x: pypto.Tensor[[16, 256], pypto.DT_FP16],
+               y: pypto.Tensor[[16, 256], pypto.DT_FP16]):
+        pypto.set_vec_tile_shapes(4, 128)
+        y[:, :128] = x[:, :128] * x[:, 128:]
+        y[:, 128:] = x[:, 128:] + x[:, :128]
+    x = np.random.default_rng(7).standard_normal((16, 256)).astype(np.float16)
+    y = np.zeros_like(x)
+    call_kernel(halves, (x, y), {}, threads=2)
+    src = code_op(halves._cache[next(iter(halves._cache))].doc).attrs["source"]
+    assert "tload tload tmul tstore tadd tstore: one row at a time */" in src
+    a, b = x[:, :128].astype(np.float32), x[:, 128:].astype(np.float32)
+    want = np.concatenate([(a * b).astype(np.float16), (b + a).astype(np.float16)], axis=1)
+    assert np.array_equal(y.view(np.uint16), want.view(np.uint16))
