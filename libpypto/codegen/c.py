@@ -150,11 +150,13 @@ class _Program(MoreInstrs, RowRuns):
                 getattr(self, _UNIT_METHODS[type(u)])(u)
 
     def operand(self, v) -> tuple:
-        """(pointer, row stride, valid rows, valid columns) of a tmatmul operand; None where
-        the whole tile holds data (a tile's tails are zero)."""
+        """(pointer, row stride, valid rows, valid columns, transposed) of a tmatmul operand:
+        valid rows and columns None where the whole tile holds data (a tile's tails are
+        zero); transposed when the pointer is to the operand's transpose (a textract with
+        trans read in place), the rows and columns still the operand's own."""
         if v in self.view_info:
             return self.view_info[v]
-        return self.tile(v), v.type.shape[-1], None, None
+        return self.tile(v), v.type.shape[-1], None, None, False
 
     def ex(self, e) -> str:
         """An expression in C, over the renderer's names for the symbols it uses."""
@@ -338,7 +340,7 @@ class _Program(MoreInstrs, RowRuns):
                 rows += f" * ({self.ex(valid[k])} > 0)"
         self.emit(f"const int64_t {n}_rows = {rows};")
         self.emit(f"const int64_t {n}_cols = {self.clamp(shape[-1], valid[-1])};")
-        self.view_info[d] = (n, gst[-2], f"{n}_rows", f"{n}_cols")
+        self.view_info[d] = (n, gst[-2], f"{n}_rows", f"{n}_cols", False)
 
     def i_tstore(self, op) -> None:
         self.copy_nest(op, to_gm=True)
@@ -374,21 +376,35 @@ class _Program(MoreInstrs, RowRuns):
 
     i_tbitcast = i_treshape         # the same bytes, another dtype (pack / unpack)
 
+    def extract_view(self, op) -> None:
+        """A textract read in place: a pointer into its source, with its valid rows and
+        columns; with trans, d[i][j] = src[o0 + j][o1 + i], so the pointer is to the block
+        of src that d transposes (tmatmul reads it transposed)."""
+        d, s = op.operands
+        (r, c), trans = d.type.shape, bool(op.attrs.get("trans"))
+        o0, o1 = (self.ex(o) for o in op.attrs["offsets"])
+        ptr, ld, rows, cols, _ = self.operand(s)
+        n = self.tile(d)
+        how = "transposed, " if trans else ""
+        self.emit(f"/* textract {n}: read in place ({how}row stride {ld}), no copy */")
+        self.emit(f"const {d.type.dtype.c_type} *const {n} = "
+                  f"{_at(ptr, [(o0, str(ld)), (o1, '1')])};")
+        if rows is not None:
+            # the operand's rows and columns: the block's columns and rows when transposed
+            (sr, sc) = (c, r) if trans else (r, c)
+            vr = f"pp_max(0, pp_min({sr}, {_minus(rows, o0)}))"
+            vc = f"pp_max(0, pp_min({sc}, {_minus(cols, o1)}))"
+            self.emit(f"const int64_t {n}_rows = {vc if trans else vr};")
+            self.emit(f"const int64_t {n}_cols = {vr if trans else vc};")
+            rows, cols = f"{n}_rows", f"{n}_cols"
+        self.view_info[d] = (n, ld, rows, cols, trans)
+
     def i_textract(self, op) -> None:
         d, s = op.operands
         (r, c), C = d.type.shape, s.type.shape[-1]
         o0, o1 = (self.ex(o) for o in op.attrs["offsets"])
         if d in self.plan.views:
-            ptr, ld, rows, cols = self.operand(s)
-            n = self.tile(d)
-            self.emit(f"/* textract {n}: read in place (row stride {ld}), no copy */")
-            self.emit(f"const {d.type.dtype.c_type} *const {n} = "
-                      f"{_at(ptr, [(o0, str(ld)), (o1, '1')])};")
-            if rows is not None:
-                self.emit(f"const int64_t {n}_rows = pp_max(0, pp_min({r}, {_minus(rows, o0)}));")
-                self.emit(f"const int64_t {n}_cols = pp_max(0, pp_min({c}, {_minus(cols, o1)}));")
-                rows, cols = f"{n}_rows", f"{n}_cols"
-            self.view_info[d] = (n, ld, rows, cols)
+            self.extract_view(op)
             return
         i = self.fresh()
         if op.attrs.get("trans"):     # dst[i][j] = src[o0 + j][o1 + i]
@@ -647,7 +663,8 @@ class _Program(MoreInstrs, RowRuns):
         init = self.ex(op.attrs["init"])
         kv = self.ex(op.attrs["k_valid"])
         c = self.tile(acc)
-        (an, lda, a_rows, a_cols), (bn, ldb, b_rows, b_cols) = self.operand(a), self.operand(b)
+        (an, lda, a_rows, a_cols, at), (bn, ldb, b_rows, b_cols, bt) = (self.operand(a),
+                                                                         self.operand(b))
         kk = self.fresh("kv")
         self.emit("{")
         self.depth += 1
@@ -660,14 +677,18 @@ class _Program(MoreInstrs, RowRuns):
                 k_lim = f"pp_min({k_lim}, {lim})"
         self.emit(f"const int64_t {kk} = pp_max(0, {k_lim});")
         m, n = a_rows or str(M), b_cols or str(N)
-        self.emit(f"if ({init}) memset({c}, 0, {M * N * acc.type.dtype.itemsize});")
+        nbytes = M * N * acc.type.dtype.itemsize
         adt, bdt = (_MM_DT.get(x.type.dtype.name) for x in (a, b))
         if matmul_kernel(op):
-            # the register-blocked kernel of the prelude; fp16/bf16 operands are widened to
-            # fp32 in the core's workspace (its size planned: ProgramPlan.workspace_bytes)
-            self.emit(f"pp_matmul({c}, {N}, {an}, {lda}, {adt}, {bn}, {ldb}, {bdt}, {m}, {n}, "
-                      f"{kk}, (float *)(B + {self.workspace}));")
+            # the register-blocked kernel of the prelude: with init it writes the valid
+            # m x n corner itself (no memset first); fp16/bf16 operands are widened to fp32
+            # in the core's workspace (its size planned: ProgramPlan.workspace_bytes)
+            if a_rows is not None or b_cols is not None:
+                self.emit(f"if (({init}) && ({m} < {M} || {n} < {N})) memset({c}, 0, {nbytes});")
+            self.emit(f"pp_matmul({c}, {N}, {an}, {lda}, {adt}, {int(at)}, {bn}, {ldb}, {bdt}, "
+                      f"{int(bt)}, {m}, {n}, {kk}, {init}, (float *)(B + {self.workspace}));")
         else:     # other accumulators (integers): plain loops, each element in k order
+            self.emit(f"if ({init}) memset({c}, 0, {nbytes});")
             work = "float" if acc.type.dtype.kind == "float" else "int64_t"
             i, k, j = self.fresh(), self.fresh("k"), self.fresh("j")
             self.emit(f"for (int64_t {i} = 0; {i} < {m}; {i}++)")

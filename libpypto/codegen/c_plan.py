@@ -54,6 +54,7 @@ class View:
 
     kind: str
     source: object
+    trans: bool = False      # a textract with trans: the destination is the source's transpose
 
 
 @dataclass(eq=False)
@@ -294,6 +295,10 @@ def _is_mm_operand(op, v) -> bool:
     return op.name == "tmatmul" and op.operands[0] is not v
 
 
+def _is_kernel_operand(op, v) -> bool:
+    return _is_mm_operand(op, v) and matmul_kernel(op)
+
+
 def _any_reader(op, v) -> bool:
     return True
 
@@ -418,16 +423,19 @@ class _Planner:
     def copy_view(self, region, i, op) -> None:
         """A textract (into tmatmul operands) or a tmov (same dtype and shape) as a view."""
         d, src = op.operands
+        trans = op.name == "textract" and bool(op.attrs.get("trans"))
         if op.name == "textract":
-            if op.attrs.get("trans"):
+            # transposed: only into the fp32 kernel (it reads a transposed operand), and
+            # not of a view that is transposed itself
+            ok = _is_kernel_operand if trans else _is_mm_operand
+            if trans and getattr(self.views.get(src), "trans", False):
                 return
-            ok = _is_mm_operand
         elif d.type.dtype == src.type.dtype and d.type.shape == src.type.shape:
             ok = _any_reader
         else:
             return
         if self.view_ok(region, i, d, self.memory(src), ok):
-            self.views[d] = View("extract" if op.name == "textract" else "alias", src)
+            self.views[d] = View("extract" if op.name == "textract" else "alias", src, trans)
             if op.name == "tmov":
                 self.extent[d] = self.extent[src]
 

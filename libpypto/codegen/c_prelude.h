@@ -177,29 +177,35 @@ static inline float pp_expf(float x) {
 }
 #endif
 
-/* tmatmul on the host: c[0:m, 0:n] += a[0:m, 0:k] . b[0:k, 0:n], accumulated in fp32; every
-   operand has its own row stride (ldc, lda, ldb), so a and b may be read in place from L1
-   tiles or GM. Rows of c from m and columns from n on are left as they are.
-   Every element of c is accumulated in k order, one fused multiply-add per k, whatever the
-   blocking below: the result depends neither on the tile sizes nor on the thread.
-   The blocking (measured on the 2-core AVX-512 machine, see bench/matmul.py):
-   - k is walked in chunks of PP_KC. Per chunk, b[k0:k0+kc, 0:n] is packed into the workspace
-     W as panels of PP_NR columns (kc x PP_NR floats each, contiguous, zero-padded past n),
-     widened from fp16/bf16 on the way. Packing b turns its rows (often 16 KiB apart in GM,
-     all on one L1 set) into one stream; a packed panel (kc x PP_NR) stays in L1 while every
-     row block of a reads it.
-   - a is read in place (fp32) by broadcasts; fp16/bf16 a is widened per chunk into W after
-     the panels (m x kc floats, row stride kc). Packing fp32 a as well cost more than it won:
-     a cube tile's call is too small to amortise it (128 x 128 x 128 in the examples).
+/* tmatmul on the host: c[0:m, 0:n] = (init) or += op(a)[0:m, 0:k] . op(b)[0:k, 0:n],
+   accumulated in fp32. Each operand has its own row stride (ldc, lda, ldb) and is read in
+   place from L1 tiles or GM; a transposed operand (at, bt) is stored as its transpose:
+   op(a)[i][q] = a[q * lda + i], op(b)[q][j] = b[j * ldb + q]. Rows of c from m and columns
+   from n on are left as they are; with init and k = 0 the m x n corner becomes zero.
+   Every element of c is accumulated in k order, one fused multiply-add per k, starting from
+   c (or from 0 with init): c[i][j] = fma(a[i][k-1], b[k-1][j], ... fma(a[i][0], b[0][j],
+   c0)). No blocking below changes that order, so the result depends neither on the tile
+   sizes nor on the thread (tests/unit/codegen/test_matmul_kernel.py checks it bit for bit).
+   The blocking (bench/matmul.py measures it):
+   - k is walked in chunks of PP_KC. Per chunk, op(b)[k0:k0+kc, 0:n] is packed into the
+     workspace W as panels of PP_NR columns (kc x PP_NR floats each, contiguous, zero past
+     n), widened from fp16/bf16 on the way; a transposed b is transposed 8 x 8 at a time.
+     A packed panel stays in L1 while every row block of a reads it.
+   - fp32 a is read in place by broadcasts, transposed or not (packing it cost more than it
+     won for the sizes of a task's call); fp16/bf16 a is widened per chunk into W. Rows are
+     walked in blocks of up to PP_MC, each over every panel, so that the block of a stays in
+     L2 while the panels pass.
    - The micro-kernel keeps a PP_MR x PP_NR block of c in registers (PP_NV vectors of PP_VW
      floats per row), GNU C vector types rather than intrinsics; the loops carry unroll
-     pragmas, without which gcc keeps the block in memory. The shape is chosen at compile
-     time from the ISA gcc -march=native targets on the running machine: AVX-512 8 x 32
-     (16 of 32 zmm accumulate), AVX/AVX2 6 x 16 (12 of 16 ymm), SSE 6 x 8.
-   - Rows past the last whole block take the same kernel with a run-time row count; columns
-     past the last whole panel run on a copy of their c block (the panel's padding is zero).
-   Workspace: PP_NR_MAX-rounded n times min(k, PP_KC) floats, plus m times min(k, PP_KC) when
-   a is fp16/bf16 (codegen/c_plan.py plans it with the same constants). */
+     pragmas, without which gcc keeps the block in memory. The shape is chosen when the code
+     is compiled on the running machine (-march=native): AVX-512 8 x 32 (16 of 32 zmm
+     accumulate), AVX/AVX2 6 x 16 (12 of 16 ymm), SSE 6 x 8.
+   - The last rows (fewer than PP_MR) take the same kernel with a run-time row count, a
+     read in place (padding them to a whole block cost 2-3% at the examples' 128-row tiles
+     on AVX2, where 128 = 21 x 6 + 2); the last columns (fewer than PP_NR) run on a copy of
+     their c block (the panel is zero past n).
+   Workspace (floats): PP_NR_MAX-rounded n times min(k, PP_KC) for the panels, plus m times
+   min(k, PP_KC) when a is fp16/bf16 (codegen/c_plan.py plans it with the same constants). */
 enum { PP_F32, PP_F16, PP_BF16 };
 #if defined(__AVX512F__)
 #define PP_VW 16          /* floats per vector */
@@ -211,38 +217,27 @@ enum { PP_F32, PP_F16, PP_BF16 };
 #define PP_VW 4
 #define PP_MR 6
 #endif
-#define PP_NV 2                   /* vectors per row of a register block (pp_pack_b: 2) */
+#define PP_NV 2                   /* vectors per row of a register block */
 #define PP_NR (PP_VW * PP_NV)     /* columns of c per register block (a packed panel) */
 #define PP_NR_MAX 32              /* the largest PP_NR, as c_plan.py sizes the workspace */
 #define PP_KC 256                 /* k steps per packed chunk (c_plan.py: the same) */
-#if PP_NR > PP_NR_MAX
-#error "pp_matmul: PP_NR exceeds the workspace c_plan.py plans"
+#define PP_MC 144                 /* rows per block of a (a multiple of every PP_MR) */
+#if PP_NR > PP_NR_MAX || PP_MC % PP_MR
+#error "pp_matmul: the blocking exceeds the workspace c_plan.py plans"
 #endif
 #define PP_UNROLL _Pragma("GCC unroll 32")
+#define PP_UNROLL_K _Pragma("GCC unroll 4")
 typedef float pp_vf __attribute__((vector_size(PP_VW * 4), aligned(4)));
-
-static inline float pp_elem(const void *p, int dt, int64_t i) {
-    if (dt == PP_BF16) return pp_bf2f(((const uint16_t *)p)[i]);
-#ifdef __FLT16_MAX__                   /* the compiler has _Float16 */
-    if (dt == PP_F16) return (float)((const _Float16 *)p)[i];
-#endif
-    return ((const float *)p)[i];
-}
 
 /* dst[0:n] = x[0:n] as fp32; a loop per dtype so that each vectorises */
 static inline void pp_widen_row(float *restrict dst, const void *x, int dt, int64_t n) {
     if (dt == PP_BF16) {
         const uint16_t *s = (const uint16_t *)x;
-        for (int64_t j = 0; j < n; j++) {
-            union { uint32_t u; float f; } v;
-            v.u = (uint32_t)s[j] << 16;
-            dst[j] = v.f;
-        }
+        for (int64_t j = 0; j < n; j++) dst[j] = pp_bf2f(s[j]);
         return;
     }
-#ifdef __FLT16_MAX__
-    if (dt == PP_F16) {           /* exact; gcc 12 leaves the plain loop scalar: F16C by hand */
-        const _Float16 *s = (const _Float16 *)x;
+    if (dt == PP_F16) {           /* exact, branch-free (pp_h2f); F16C where the CPU has it */
+        const uint16_t *s = (const uint16_t *)x;
         int64_t j = 0;
 #if defined(__AVX512F__)
         for (; j + 16 <= n; j += 16)
@@ -251,18 +246,13 @@ static inline void pp_widen_row(float *restrict dst, const void *x, int dt, int6
         for (; j + 8 <= n; j += 8)
             _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + j))));
 #endif
-        for (; j < n; j++) dst[j] = (float)s[j];
+        for (; j < n; j++) dst[j] = pp_h2f(s[j]);
         return;
     }
-#endif
-    if (dt == PP_F32) {
-        memcpy(dst, x, (size_t)n * 4);
-        return;
-    }
-    for (int64_t j = 0; j < n; j++) dst[j] = pp_elem(x, dt, j);
+    memcpy(dst, x, (size_t)n * 4);
 }
 
-/* pb = b[0:kc, 0:n] (row stride ldb, element i*ldb + j) as panels of PP_NR columns, each
+/* pb = b[0:kc, 0:n] (row stride ldb, element q * ldb + j) as panels of PP_NR columns, each
    kc x PP_NR floats, fp32, zero past n. Row by row (a row's lines are adjacent, which the
    hardware prefetchers follow; rows are often 16 KiB apart, which they do not), with the
    row PP_PF ahead prefetched by hand. */
@@ -289,20 +279,83 @@ static void pp_pack_b(float *restrict pb, const void *b, int dt, int64_t ldb, in
     }
 }
 
-/* c[0:rows, 0:PP_NR] += a[0:rows, 0:kc] (row stride lda) . pb (a packed panel); rows is
-   PP_MR (a constant once inlined: the block lives in registers) or fewer */
+/* p[u * PP_NR + t] = r[t][u] for t, u < 8: eight rows of 8 floats into 8 columns of a panel */
+static inline void pp_put8x8(float *restrict p, const float *const *r) {
+#if defined(__AVX__)
+    __m256 x[8], y[8];
+    for (int t = 0; t < 8; t++) x[t] = _mm256_loadu_ps(r[t]);
+    for (int t = 0; t < 8; t += 2) {
+        y[t] = _mm256_unpacklo_ps(x[t], x[t + 1]);
+        y[t + 1] = _mm256_unpackhi_ps(x[t], x[t + 1]);
+    }
+    for (int t = 0; t < 8; t += 4) {
+        x[t] = _mm256_shuffle_ps(y[t], y[t + 2], 0x44);
+        x[t + 1] = _mm256_shuffle_ps(y[t], y[t + 2], 0xee);
+        x[t + 2] = _mm256_shuffle_ps(y[t + 1], y[t + 3], 0x44);
+        x[t + 3] = _mm256_shuffle_ps(y[t + 1], y[t + 3], 0xee);
+    }
+    for (int t = 0; t < 4; t++) {
+        _mm256_storeu_ps(p + t * PP_NR, _mm256_permute2f128_ps(x[t], x[t + 4], 0x20));
+        _mm256_storeu_ps(p + (t + 4) * PP_NR, _mm256_permute2f128_ps(x[t], x[t + 4], 0x31));
+    }
+#else
+    for (int u = 0; u < 8; u++)
+        for (int t = 0; t < 8; t++) p[u * PP_NR + t] = r[t][u];
+#endif
+}
+
+/* pp_pack_b for a transposed b: op(b)[q][j] = b[j * ldb + q]. Eight columns at a time (rows
+   of the stored b, contiguous in q), widened first when fp16/bf16, transposed 8 x 8 into
+   the panel; columns past n are zero. */
+static void pp_pack_bt(float *restrict pb, const void *b, int dt, int64_t ldb, int64_t kc,
+                       int64_t n) {
+    static const float zero[PP_KC];
+    float wide[8 * PP_KC];
+    const int64_t es = dt == PP_F32 ? 4 : 2, npad = pp_cdiv(n, PP_NR) * PP_NR;
+    for (int64_t j0 = 0; j0 < npad; j0 += 8) {
+        const float *r[8];
+        for (int t = 0; t < 8; t++) {
+            const char *src = (const char *)b + (j0 + t) * ldb * es;
+            if (j0 + t >= n)
+                r[t] = zero;
+            else if (dt == PP_F32)
+                r[t] = (const float *)src;
+            else
+                pp_widen_row(wide + t * PP_KC, src, dt, kc), r[t] = wide + t * PP_KC;
+        }
+        float *p = pb + j0 / PP_NR * PP_NR * kc + j0 % PP_NR;
+        int64_t q = 0;
+        for (; q + 8 <= kc; q += 8) {
+            const float *rq[8];
+            for (int t = 0; t < 8; t++) rq[t] = r[t] + q;
+            pp_put8x8(p + q * PP_NR, rq);
+        }
+        for (; q < kc; q++)
+            for (int t = 0; t < 8; t++) p[q * PP_NR + t] = r[t][q];
+    }
+}
+
+/* c[0:rows, 0:PP_NR] (row stride ldc) = (zero ? 0 : c) + op(a) . pb over kc steps, with
+   op(a)[i][q] = a[i * si + q * sq] (si, sq constants once inlined: lda and 1, or 1 and lda)
+   and pb a packed panel; rows is PP_MR (a constant once inlined: the block lives in
+   registers) or fewer */
 static inline __attribute__((always_inline)) void pp_mm_block(
-        float *c, int64_t ldc, const float *restrict a, int64_t lda, const float *restrict pb,
-        int64_t kc, int rows) {
+        float *c, int64_t ldc, const float *restrict a, int64_t si, int64_t sq,
+        const float *restrict pb, int64_t kc, int zero, int rows) {
     pp_vf acc[PP_MR][PP_NV];
-    PP_UNROLL for (int i = 0; i < rows; i++)
-        PP_UNROLL for (int v = 0; v < PP_NV; v++) acc[i][v] = *(const pp_vf *)(c + i * ldc + PP_VW * v);
-    for (int64_t q = 0; q < kc; q++) {
+    if (zero) {
+        PP_UNROLL for (int i = 0; i < rows; i++)
+            PP_UNROLL for (int v = 0; v < PP_NV; v++) acc[i][v] = (pp_vf){0};
+    } else {
+        PP_UNROLL for (int i = 0; i < rows; i++)
+            PP_UNROLL for (int v = 0; v < PP_NV; v++) acc[i][v] = *(const pp_vf *)(c + i * ldc + PP_VW * v);
+    }
+    PP_UNROLL_K for (int64_t q = 0; q < kc; q++) {
         const pp_vf *bq = (const pp_vf *)(pb + q * PP_NR);
         pp_vf bv[PP_NV];
         PP_UNROLL for (int v = 0; v < PP_NV; v++) bv[v] = bq[v];
         PP_UNROLL for (int i = 0; i < rows; i++) {
-            const float ai = a[i * lda + q];
+            const float ai = a[i * si + q * sq];
             PP_UNROLL for (int v = 0; v < PP_NV; v++) acc[i][v] += ai * bv[v];
         }
     }
@@ -310,47 +363,80 @@ static inline __attribute__((always_inline)) void pp_mm_block(
         PP_UNROLL for (int v = 0; v < PP_NV; v++) *(pp_vf *)(c + i * ldc + PP_VW * v) = acc[i][v];
 }
 
-/* c[0:m, 0:PP_NR or fewer] += a[0:m, 0:kc] . pb, over row blocks; cols < PP_NR runs on a
-   copy of c's block (the panel's columns past cols are zero and their sums are dropped) */
-static void pp_mm_panel(float *c, int64_t ldc, const float *a, int64_t lda, const float *pb,
-                        int64_t kc, int64_t m, int64_t cols) {
-    const int64_t m0 = m / PP_MR * PP_MR;
+/* one register block of c at (rows, cols) <= (PP_MR, PP_NR): whole columns in place, the
+   last columns on a copy of c's block (the panel is zero past cols; the padding's sums are
+   dropped) */
+static inline __attribute__((always_inline)) void pp_mm_tile(
+        float *c, int64_t ldc, const float *a, int64_t si, int64_t sq, const float *pb,
+        int64_t kc, int rows, int64_t cols, int zero) {
     if (cols == PP_NR) {
-        for (int64_t i0 = 0; i0 < m0; i0 += PP_MR)
-            pp_mm_block(c + i0 * ldc, ldc, a + i0 * lda, lda, pb, kc, PP_MR);
-        if (m > m0)
-            pp_mm_block(c + m0 * ldc, ldc, a + m0 * lda, lda, pb, kc, (int)(m - m0));
+        pp_mm_block(c, ldc, a, si, sq, pb, kc, zero, rows);
         return;
     }
     float t[PP_MR * PP_NR];
-    for (int64_t i0 = 0; i0 < m; i0 += PP_MR) {
-        const int rows = (int)pp_min(PP_MR, m - i0);
-        for (int i = 0; i < rows; i++) {
-            memcpy(t + i * PP_NR, c + (i0 + i) * ldc, (size_t)cols * 4);
-            memset(t + i * PP_NR + cols, 0, (size_t)(PP_NR - cols) * 4);
+    if (!zero)
+        for (int i = 0; i < rows; i++)
+            for (int64_t j = 0; j < PP_NR; j++) t[i * PP_NR + j] = j < cols ? c[i * ldc + j] : 0.0f;
+    pp_mm_block(t, PP_NR, a, si, sq, pb, kc, zero, rows);
+    for (int i = 0; i < rows; i++) memcpy(c + i * ldc, t + i * PP_NR, (size_t)cols * 4);
+}
+
+/* c[0:m, 0:n] (+)= op(a)[0:m, 0:kc] . pb over one k chunk: row blocks of PP_MC rows, each
+   over every panel; op(a)[i][q] = a[i * si + q * sq] */
+static inline __attribute__((always_inline)) void pp_mm_chunk(
+        float *c, int64_t ldc, const float *a, int64_t si, int64_t sq, const float *pb,
+        int64_t kc, int64_t m, int64_t n, int zero) {
+    const int64_t m0 = m / PP_MR * PP_MR;
+    for (int64_t i0 = 0; i0 < m; i0 += PP_MC) {
+        const int64_t i1 = pp_min(m, i0 + PP_MC);
+        for (int64_t j0 = 0; j0 < n; j0 += PP_NR) {
+            const int64_t cols = pp_min(PP_NR, n - j0);
+            const float *p = pb + j0 * kc;
+            for (int64_t i = i0; i < pp_min(i1, m0); i += PP_MR)
+                pp_mm_tile(c + i * ldc + j0, ldc, a + i * si, si, sq, p, kc, PP_MR, cols, zero);
+            if (i1 > m0)
+                pp_mm_tile(c + m0 * ldc + j0, ldc, a + m0 * si, si, sq, p, kc, (int)(m - m0),
+                           cols, zero);
         }
-        pp_mm_block(t, PP_NR, a + i0 * lda, lda, pb, kc, rows);
-        for (int i = 0; i < rows; i++) memcpy(c + (i0 + i) * ldc, t + i * PP_NR, (size_t)cols * 4);
     }
 }
 
 static void pp_matmul(float *restrict c, int64_t ldc, const void *a, int64_t lda, int adt,
-                      const void *b, int64_t ldb, int bdt, int64_t m, int64_t n, int64_t k,
-                      float *restrict W) {
-    if (m <= 0 || n <= 0 || k <= 0) return;
+                      int at, const void *b, int64_t ldb, int bdt, int bt, int64_t m,
+                      int64_t n, int64_t k, int init, float *restrict W) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        if (init)
+            for (int64_t i = 0; i < m; i++) memset(c + i * ldc, 0, (size_t)n * 4);
+        return;
+    }
     const int64_t kcap = pp_min(k, PP_KC), npad = pp_cdiv(n, PP_NR_MAX) * PP_NR_MAX;
+    const int64_t aes = adt == PP_F32 ? 4 : 2, bes = bdt == PP_F32 ? 4 : 2;
     float *pb = W, *wa = W + npad * kcap;
     for (int64_t k0 = 0; k0 < k; k0 += PP_KC) {
         const int64_t kc = pp_min(PP_KC, k - k0);
-        pp_pack_b(pb, (const char *)b + k0 * ldb * (bdt == PP_F32 ? 4 : 2), bdt, ldb, kc, n);
-        const float *af = (const float *)a + k0;
-        int64_t la = lda;
-        if (adt != PP_F32) {          /* widen this chunk of a: m x kc, row stride kc */
+        const int zero = init && k0 == 0;
+        if (bt)
+            pp_pack_bt(pb, (const char *)b + k0 * bes, bdt, ldb, kc, n);
+        else
+            pp_pack_b(pb, (const char *)b + k0 * ldb * bes, bdt, ldb, kc, n);
+        /* op(a)[i][q] of this chunk at af[i * si + q * sq] */
+        const float *af;
+        int64_t si, sq;
+        if (adt == PP_F32) {
+            af = (const float *)a + (at ? k0 * lda : k0), si = at ? 1 : lda, sq = at ? lda : 1;
+        } else if (at) {              /* widen rows k0.. of the stored a: kc x m, stride m */
+            for (int64_t q = 0; q < kc; q++)
+                pp_widen_row(wa + q * m, (const char *)a + (k0 + q) * lda * aes, adt, m);
+            af = wa, si = 1, sq = m;
+        } else {                      /* widen this chunk of a's rows: m x kc, stride kc */
             for (int64_t i = 0; i < m; i++)
-                pp_widen_row(wa + i * kc, (const char *)a + (i * lda + k0) * 2, adt, kc);
-            af = wa, la = kc;
+                pp_widen_row(wa + i * kc, (const char *)a + (i * lda + k0) * aes, adt, kc);
+            af = wa, si = kc, sq = 1;
         }
-        for (int64_t j0 = 0; j0 < n; j0 += PP_NR)
-            pp_mm_panel(c + j0, ldc, af, la, pb + j0 * kc, kc, m, pp_min(PP_NR, n - j0));
+        if (sq == 1)
+            pp_mm_chunk(c, ldc, af, si, 1, pb, kc, m, n, zero);
+        else
+            pp_mm_chunk(c, ldc, af, 1, sq, pb, kc, m, n, zero);
     }
 }

@@ -21,9 +21,9 @@ from libpypto.runtime.compiler import compile_shared, find_cc
 pytestmark = pytest.mark.skipif(find_cc() is None, reason="no C compiler")
 
 WRAPPER = """
-void mm_test(float *c, int64_t ldc, const void *a, int64_t lda, int adt, const void *b,
-             int64_t ldb, int bdt, int64_t m, int64_t n, int64_t k, float *W) {
-    pp_matmul(c, ldc, a, lda, adt, b, ldb, bdt, m, n, k, W);
+void mm_test(float *c, int64_t ldc, const void *a, int64_t lda, int adt, int at, const void *b,
+             int64_t ldb, int bdt, int bt, int64_t m, int64_t n, int64_t k, int init, float *W) {
+    pp_matmul(c, ldc, a, lda, adt, at, b, ldb, bdt, bt, m, n, k, init, W);
 }
 """
 DT = {"f32": (np.float32, 0), "f16": (np.float16, 1), "bf16": (ml_dtypes.bfloat16, 2)}
@@ -35,13 +35,16 @@ def mm():
     lib = ctypes.CDLL(compile_shared(prelude() + WRAPPER)[0])
     fn = lib.mm_test
     i64, p = ctypes.c_int64, ctypes.c_void_p
-    fn.argtypes = [p, i64, p, i64, ctypes.c_int, p, i64, ctypes.c_int, i64, i64, i64, p]
+    ci = ctypes.c_int
+    fn.argtypes = [p, i64, p, i64, ci, ci, p, i64, ci, ci, i64, i64, i64, ci, p]
     return fn
 
 
-def run(mm, a, b, c, m, n, k):
-    """pp_matmul on the top-left m x k of a, k x n of b into c (arrays keep their strides);
-    returns the workspace it was given (planned size + GUARD floats of NaN canaries)."""
+def run(mm, a, b, c, m, n, k, at=False, bt=False, init=False):
+    """pp_matmul on the top-left m x k of a, k x n of b into c (arrays keep their strides;
+    at / bt: the kernel is given the operand's transpose, stored contiguously, and reads it
+    transposed); returns the workspace it was given (planned size + GUARD floats of NaN
+    canaries)."""
     def spec(x, shape):
         return NS(type=NS(shape=shape, dtype=NS(name=str(x.dtype).replace("float32", "f32")
                                                  .replace("float16", "f16")
@@ -49,36 +52,56 @@ def run(mm, a, b, c, m, n, k):
     planned = _workspace_floats(NS(operands=[None, spec(a, (m, k)), spec(b, (k, n))]))
     w = np.full(planned + GUARD, np.nan, np.float32)
     code = {np.dtype(v[0]): v[1] for v in DT.values()}
-    mm(c.ctypes.data, c.shape[1], a.ctypes.data, a.shape[1], code[a.dtype], b.ctypes.data,
-       b.shape[1], code[b.dtype], m, n, k, w.ctypes.data)
+    sa = np.ascontiguousarray(a.T) if at else a
+    sb = np.ascontiguousarray(b.T) if bt else b
+    mm(c.ctypes.data, c.shape[1], sa.ctypes.data, sa.shape[1], code[a.dtype], int(at),
+       sb.ctypes.data, sb.shape[1], code[b.dtype], int(bt), m, n, k, int(init), w.ctypes.data)
     return w[planned:]
 
 
 SHAPES = [(1, 1, 1), (7, 33, 5), (8, 32, 256), (9, 31, 257), (17, 65, 600), (130, 100, 300),
-          (6, 16, 3), (13, 48, 512)]
+          (6, 16, 3), (13, 48, 512), (150, 40, 20)]
+TRANS = [(False, False, False), (False, False, True), (True, False, False),
+         (False, True, True), (True, True, False)]
 
 
 @pytest.mark.parametrize("m,n,k", SHAPES)
 @pytest.mark.parametrize("adt,bdt", [("f32", "f32"), ("bf16", "bf16"), ("f16", "f32"),
                                      ("f32", "bf16")])
-def test_small_integers_come_out_exact(mm, m, n, k, adt, bdt):
-    # rule: c[:m, :n] += a[:m, :k] @ b[:k, :n]; with small integers every partial sum is
-    # exact in fp32, so the result equals the integer product whatever the blocking; the
-    # operands are read in place with row strides wider than their rows, the rest of c and
-    # the workspace past its planned size stay untouched
+@pytest.mark.parametrize("at,bt,init", TRANS)
+def test_small_integers_come_out_exact(mm, m, n, k, adt, bdt, at, bt, init):
+    # rule: c[:m, :n] += a[:m, :k] @ b[:k, :n] (= with init); with small integers every
+    # partial sum is exact in fp32, so the result equals the integer product whatever the
+    # blocking; the operands are read in place (as stored or transposed) with row strides
+    # wider than their rows; what lies past the operands' m x k and k x n is NaN, which
+    # reaches c if the kernel reads it; the rest of c and the workspace past its planned
+    # size stay untouched
     rng = np.random.default_rng(m * 1000 + n * 10 + k)
-    a = rng.integers(-3, 4, (m + 3, k + 5)).astype(DT[adt][0])
-    b = rng.integers(-3, 4, (k + 2, n + 7)).astype(DT[bdt][0])
+    a = rng.integers(-3, 4, (m + 3, k + 5)).astype(np.float32)
+    b = rng.integers(-3, 4, (k + 2, n + 7)).astype(np.float32)
+    a[m:, :] = a[:, k:] = np.nan
+    b[k:, :] = b[:, n:] = np.nan
+    a, b = a.astype(DT[adt][0]), b.astype(DT[bdt][0])
     c = rng.integers(-50, 50, (m + 4, n + 9)).astype(np.float32)
     c0 = c.copy()
-    guard = run(mm, a, b, c, m, n, k)
+    guard = run(mm, a, b, c, m, n, k, at, bt, init)
     want = c0.astype(np.int64)
-    want[:m, :n] += a[:m, :k].astype(np.int64) @ b[:k, :n].astype(np.int64)
+    prod = a[:m, :k].astype(np.int64) @ b[:k, :n].astype(np.int64)
+    want[:m, :n] = prod if init else want[:m, :n] + prod
     assert np.array_equal(c, want.astype(np.float32))
     assert np.isnan(guard).all()
 
 
-@pytest.mark.parametrize("m,n,k", [(37, 70, 700), (64, 128, 128)])
+def test_init_with_no_k_steps_zeroes_the_corner(mm):
+    # rule: with init and k = 0 the m x n corner becomes 0, the rest of c stays
+    a = np.ones((5, 4), np.float32)
+    b = np.ones((4, 7), np.float32)
+    c = np.full((6, 9), 3.0, np.float32)
+    run(mm, a, b, c, 5, 7, 0, init=True)
+    assert (c[:5, :7] == 0).all() and (c[5:] == 3).all() and (c[:, 7:] == 3).all()
+
+
+@pytest.mark.parametrize("m,n,k", [(37, 70, 700), (64, 128, 128), (300, 40, 64)])
 def test_random_fp32_matches_numpy(mm, m, n, k):
     # rule: fp32 accumulation in k order, one FMA per step: within fp32 rounding of float64
     rng = np.random.default_rng(7)
@@ -90,18 +113,19 @@ def test_random_fp32_matches_numpy(mm, m, n, k):
     assert np.max(np.abs(c - ref)) <= 1e-5 * np.max(np.abs(ref)) * np.sqrt(k / 64)
 
 
-def test_each_element_sums_in_k_order(mm):
-    # rule: the sum runs in k order whatever the blocking: a row whose terms cancel only in
-    # order (1e8, 1, -1e8, 1 ...) gives what a sequential fp32 FMA loop gives, in every
-    # register block and tail
+@pytest.mark.parametrize("at,bt,init", TRANS)
+def test_each_element_sums_in_k_order(mm, at, bt, init):
+    # rule: the sum runs in k order whatever the blocking, the operands' layout and init: a
+    # row whose terms cancel only in order (1e8, 1, -1e8, 1 ...) gives what a sequential
+    # fp32 FMA loop from c's value (0 with init) gives, in every register block and tail
     k = 300
     a = np.zeros((9, k), np.float32)
     a[:, 0], a[:, 1], a[:, 2] = 1e8, 1.0, -1e8
     a[:, 3:] = 1.0
     b = np.ones((k, 33), np.float32)
-    c = np.zeros((9, 33), np.float32)
-    run(mm, a, b, c, 9, 33, k)
-    acc = np.float32(0)
+    c = np.full((9, 33), 0.5, np.float32)
+    run(mm, a, b, c, 9, 33, k, at, bt, init)
+    acc = np.float32(0 if init else 0.5)
     for q in range(k):
         acc = np.float32(np.float64(acc) + np.float64(a[0, q]) * np.float64(b[q, 0]))
     assert (c == acc).all()
