@@ -29,6 +29,7 @@ _LAZY = {
         "get_verify_options", "get_debug_options", "reset_options", "set_conv_tile_shapes",
         "get_conv_tile_shapes", "set_pass_default_config", "get_pass_default_config",
         "get_pass_config", "get_pass_configs")},
+    "PassConfigKey": "libpypto.frontend.passopts",
     "Element": "libpypto.frontend.api",
     "experimental": "libpypto.frontend.quant",
     "Kernel": "libpypto.frontend.kernel",

@@ -119,6 +119,10 @@ class _Builder:
         self.read_vars: set[str] = set()       # variables of data-dependent reads
         self.carries: dict[str, int] = {}      # loop var -> loop-carried locals made (move)
         self.label: str | None = None          # set_semantic_label's current label
+        self.scope: list | None = None         # sg_set_scope's [id, cross] (passopts.py)
+        self.scopes: dict = {}                 # scope id -> its [id, cross]
+        self.pass_options: list = []           # pass options set in the kernel (passopts)
+        self.print_after: list = []            # passes whose result to print (KEY_DUMP_GRAPH)
 
     # locations: the innermost frame in the user's file
     def loc(self) -> Loc | None:
@@ -138,6 +142,8 @@ class _Builder:
         attrs = dict(attrs or {})
         if self.label is not None:
             attrs["label"] = self.label
+        if self.scope is not None:
+            attrs["scope"] = list(self.scope)
         op = Op(name, list(operands), results, attrs, list(regions or []), self.loc())
         self.regions[-1].append(op)
         return op

@@ -88,6 +88,9 @@ PRO = DictOf({
 SYMBOL = DictOf({"kind": attr(Str("dynamic", "named", "static")),
                  "dims": attr(ListOf(Tuple(Ident(), NAT))), "value": opt(NAT),
                  "max": opt(NAT)})    # compiled for 1 <= size <= max (analysis/versions.py)
+PASS_OPTION = DictOf({"pass": attr(Text()), "option": attr(Text()),
+                      "value": attr(OneOf(Num(), Bool(), Text())), "from": attr(Text()),
+                      "file": opt(Text()), "line": opt(NAT)})
 # the module attributes of a document (what `module {...}` holds)
 DOC = {
     "kernel": attr(Ident()), "file": attr(Text()), "params": attr(NAMES),
@@ -99,6 +102,10 @@ DOC = {
     # listing and the generated code (frontend/kernel.py source_lines)
     "lines": opt(ListOf(Tuple(Text(), NAT, Text()))),
     "pro": opt(PRO),      # a Pro kernel's launch facts (prolang)
+    # pass options the op file set (frontend/passopts.py), applied by pypto-lower
+    # (passes/docopts.py); the passes whose result to print (* = every pass)
+    "pass_options": opt(ListOf(PASS_OPTION)),
+    "print_after": opt(ListOf(Text())),
 }
 
 
@@ -111,7 +118,8 @@ DEFS = [
     _m("gm", {"index": opt(NAT), "param": opt(Ident()), "role": opt(Str("input", "output")),
               "local": opt(Ident()), "workspace": opt(Bool())}, results=("tensor",)),
     _m("kernel", {"grid": attr(EXPRS), "name": attr(Ident()), "op": attr(Ident()),
-                  "tile": attr(ListOf(Int(1))), "label": opt(Text())}, regions=1),
+                  "tile": attr(ListOf(Int(1))), "label": opt(Text()),
+                  "scope": opt(Tuple(Int(0), Bool()))}, regions=1),
     _m("block", {"name": attr(Ident()), "grid": attr(EXPRS), "core": attr(CORE),
                  "kernels": attr(NAMES), "ops": attr(NAMES), "buffers": opt(BUFFERS),
                  "labels": opt(ListOf(Text()))},

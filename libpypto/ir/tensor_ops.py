@@ -11,7 +11,7 @@ from __future__ import annotations
 from . import expr as E
 from . import ops as O
 from .opdef import (DTYPE, EXPR, EXPRS, INTS, NAT, Bool, Ex, Ident, Int, ListOf, Num, OpDef,
-                    Str, Text, attr, opt)
+                    Str, Text, Tuple, attr, opt)
 from .types import BOOL, DTYPES, I32, TensorType
 
 # the dtype of index outputs (argmax, argmin, topk, sort, argsort): the reference's DT_INT32
@@ -275,6 +275,7 @@ def v_created(op, err) -> None:
 
 T, ST = "tensor", ("tensor",)
 LABEL = opt(Text())
+SCOPE = opt(Tuple(Int(0), Bool()))
 LOOP = {"var": attr(Ident()), "start": attr(EXPR), "stop": attr(EXPR), "step": attr(EXPR),
         "name": opt(Text()), "unroll": opt(Int(1))}
 
@@ -283,7 +284,8 @@ def _d(name, operands, results, attrs, verify, trace=None, tile=None, interp=Non
        where=ST, regions=0):
     impl = {"trace": name if trace is None else trace, "tile": tile or f"x_{name}",
             "interp": interp or f"op_{name}"}
-    attrs = {**attrs, "label": LABEL}      # set_semantic_label's name for the op, if any
+    attrs = {**attrs, "label": LABEL,      # set_semantic_label's name for the op, if any
+             "scope": SCOPE}               # sg_set_scope's [id, allow_cross_scope_merge]
     return OpDef(name, where, operands, optional, results, regions, attrs, verify, impl)
 
 

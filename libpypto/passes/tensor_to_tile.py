@@ -68,6 +68,8 @@ class _Expander:
         attrs = {"grid": grid, "name": f"k{self.nkernels}", "op": op.name, "tile": tile}
         if op.attrs.get("label") is not None:
             attrs["label"] = op.attrs["label"]
+        if op.attrs.get("scope") is not None:        # sg_set_scope: fuse keeps scopes apart
+            attrs["scope"] = list(op.attrs["scope"])
         self.dest.append(Op("kernel", [], [], attrs, [body], op.loc))
         self.nkernels += 1
 

@@ -53,7 +53,7 @@ def _run(k, *arrays):
 def test_in_kernel_options_warn(backend):
     @pypto.jit(backend=backend)
     def k(x: pypto.Tensor([8, 32], pypto.DT_FP32), y: pypto.Tensor([8, 32], pypto.DT_FP32)):
-        pypto.set_pass_options(sg_set_scope=1)
+        pypto.set_pass_options(sg_set_tunevf_mode=1)
         pypto.set_semantic_label("first")
         pypto.set_vec_tile_shapes(8, 32)
         for i in pypto.loop(1, idx_name="i", submit_before_loop=True):
@@ -62,7 +62,7 @@ def test_in_kernel_options_warn(backend):
     with pytest.warns(UserWarning) as rec:
         _run(k, x, np.zeros_like(x))
     text = " ".join(str(w.message) for w in rec)
-    assert "sg_set_scope" in text and "submit_before_loop" in text
+    assert "sg_set_tunevf_mode" in text and "submit_before_loop" in text
     assert "set_semantic_label" not in text          # labels are carried (test_labels.py)
 
 
