@@ -16,7 +16,8 @@ _LAZY = {
     **{n: _TENSOR for n in (
         "Tensor", "DYNAMIC", "DYN", "STATIC", "SymScalar",
         "DT_FP32", "DT_FP16", "DT_BF16", "DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64",
-        "DT_UINT8", "DT_UINT16", "DT_UINT32", "DT_UINT64", "DT_BOOL", "loop", "loop_unroll", "is_loop_begin", "is_loop_end", "cond")},
+        "DT_UINT8", "DT_UINT16", "DT_UINT32", "DT_UINT64", "DT_BOOL", "DT_FP8E4M3",
+        "DT_FP8E4M3FN", "DT_FP8E5M2", "DT_FP8E8M0", "loop", "loop_unroll", "is_loop_begin", "is_loop_end", "cond")},
     **{n: "libpypto.frontend.enums" for n in (
         "CastMode", "SaturationMode", "PrecisionType", "TileOpFormat", "CachePolicy",
         "LogBaseType", "TopKAlgo", "ScatterMode", "ReduceMode", "ReLuType", "TransMode",

@@ -7,7 +7,7 @@ import inspect
 
 from ..ir import ops as O
 from ..ir.types import DTYPES
-from . import api, composites, numpy_guard, ops, quant, rng, shuffle, sorts
+from . import api, composites, mm, numpy_guard, ops, quant, rng, shuffle, sorts
 from .enums import TileOpFormat
 from .tensor import SymScalar, TraceTensor, _b, fmt_shape, read_scalar, scalar_expr, slice_key
 
@@ -15,7 +15,7 @@ from .tensor import SymScalar, TraceTensor, _b, fmt_shape, read_scalar, scalar_e
 def _catalogue() -> dict:
     """Every public function the two modules define (the generated elementwise ones too)."""
     out = {}
-    for m in (ops, sorts, composites, api, shuffle, rng):            # later modules wrap earlier ones (api)
+    for m in (ops, mm, sorts, composites, api, shuffle, rng):            # later modules wrap earlier ones (api)
         for n, v in vars(m).items():
             if not n.startswith("_") and inspect.isfunction(v) and v.__module__ == m.__name__:
                 out[n] = v
@@ -29,7 +29,7 @@ CATALOGUE = _catalogue()       # pypto.<name> for every name here
 
 def api_matmul(a, b, out_dtype, *, a_trans=False, b_trans=False, c_matrix_nz=False,
                extend_params=None):
-    return ops.matmul(a, b, out_dtype, a_trans=a_trans, b_trans=b_trans,
+    return mm.matmul(a, b, out_dtype, a_trans=a_trans, b_trans=b_trans,
                       c_matrix_nz=c_matrix_nz, extend_params=extend_params)
 
 # tensor methods: x.exp(), x.sum(-1), x.reshape([...]), ...
@@ -163,9 +163,9 @@ def _matmul_operator(s, o):
     operand's dtype (fp16, bf16, fp32), int32 for int8; other dtypes are an error."""
     dt = getattr(o, "dtype", None)
     if dt is not None and dt.name in ("f16", "bf16", "f32"):
-        return ops.matmul(s, o, dt)
+        return mm.matmul(s, o, dt)
     if dt is not None and dt.name == "i8":
-        return ops.matmul(s, o, DTYPES["i32"])
+        return mm.matmul(s, o, DTYPES["i32"])
     raise _b().error(f"a @ b takes fp16, bf16, fp32 or int8 tensors (as the reference), not "
                      f"{dt if dt is not None else type(o).__name__}; use pypto.matmul(a, b, "
                      f"out_dtype)")

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from ..ir.types import BF16, F32, DType
 from .enums import CastMode, SaturationMode
-from .ops import _b, _tensor, add, amax, cast, exp, matmul, maximum, mul, permute, reshape, sub, \
-    sum
+from .mm import matmul
+from .ops import _b, _tensor, add, amax, cast, exp, maximum, mul, permute, reshape, sub, sum
 
 
 def _along(b, x, t, axis: int, what: str):

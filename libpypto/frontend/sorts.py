@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..ir import expr as E
 from ..ir.tensor_ops import INDEX
 from ..ir.types import TensorType
-from .ops import _b, _dims, _norm_shape, _result, _tensor, _tile
+from .ops import _b, _dims, _norm_shape, _result, _tensor, _tile, _arith
 from .tensor import TraceTensor
 
 
@@ -16,6 +16,7 @@ def _sort_like(name: str, x, dim: int, results: list, attrs: dict):
     tile (the vec tile shapes, in the tensor's own dim order) must cover dim d."""
     b = _b()
     x = _tensor(x, b, name)
+    _arith(b, x.dtype, name)
     d = _dims(b, x, dim, name)[0]
     if not isinstance(x.dim(d), int):
         raise b.error(f"{name} along a symbolic dim is not supported: the sorted dim must have "

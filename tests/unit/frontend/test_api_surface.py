@@ -122,8 +122,11 @@ def test_scalars_min_max_element_dtypes(backend):
 def test_unsupported_dtype_is_a_clear_error():
     with pytest.raises(AttributeError, match="hifloat8.*not supported"):
         pypto.DT_HF8
-    with pytest.raises(AttributeError, match="fp8 e4m3"):
-        pypto.DataType.DT_FP8E4M3
+    with pytest.raises(AttributeError, match="packed fp4"):
+        pypto.DataType.DT_FP4_E2M1X2
+    assert pypto.DataType.DT_FP8E4M3 is pypto.DT_FP8E4M3 is pypto.DT_FP8E4M3FN
+    assert [pypto.bytes_of(d) for d in (pypto.DT_FP8E4M3, pypto.DT_FP8E5M2,
+                                        pypto.DT_FP8E8M0, pypto.DT_UINT64)] == [1, 1, 1, 8]
 
 
 def test_from_torch_shares_memory():
