@@ -30,8 +30,9 @@ pack(self) / unpack(self, dstDataType) -- the reference's pages: pack flattens s
 bytes as dstDataType (n / itemsize elements; n must divide). Bytes are the host's
 little-endian order, as the pages' example (0x03040506 packs to 6 5 4 3). The pages' dtypes
 (bf16, fp16, fp32, int8/16/32/64, uint8/16/32/64); static sizes. These need one primitive,
-`bitcast` (tile instruction `tbitcast`, a byte copy); pack of a rank > 1 tensor reshapes it
-to 1-D first, which moves the whole tensor as one tile.
+`bitcast` (tile instruction `tbitcast`, a byte copy of each row's tile); pack of a rank > 1
+tensor bitcasts its rows and reshapes the bytes to 1-D (tensor-to-tile copies a reshape by
+blocks that fit a quarter of UB, so any size tiles).
 
 index_put_(input, indices, values, accumulate=False) -- the reference's page: indices is a
 tuple of k 1-D integer tensors of one length t (k <= input's rank), values has shape
@@ -141,22 +142,26 @@ PACK_DTYPES = ("bf16", "f16", "f32", "i64", "u64", "i32", "u32", "i16", "u16", "
 
 
 def _bitcast(b, x, dtype: DType, what: str):
-    """x (1-D, static) as dtype: a primitive (tensor op `bitcast`). As the reference's
-    pages, the vec tile's last size splits the source; it is rounded up to whole elements of
-    both dtypes."""
+    """x's rows (last dim, static) as dtype: a primitive (tensor op `bitcast`). As the
+    reference's pages, the vec tile's last size splits the source; it is rounded up to whole
+    elements of both dtypes; the other dims take the vec tile's (trailing) sizes."""
     si, so = x.dtype.itemsize, dtype.itemsize
-    n = x.type.shape[0] * si // so
+    n = x.type.shape[-1] * si // so
     if b.vec_tile is None:
         raise b.error(f"{what}: no vector tile shape in force; call "
                       f"pypto.set_vec_tile_shapes(...) before this op")
     unit = so // math.gcd(si, so)                   # source elements per whole output one
     t = min(n, -(-b.vec_tile[-1] // unit) * unit * si // so)
-    op = b.emit("bitcast", [x.value], [TensorType(dtype, (n,))], {"tile": [t]})
+    lead = ([1] * x.ndim + list(b.vec_tile[:-1]))[-x.ndim:-1] if x.ndim > 1 else []
+    lead = [min(c, d) if isinstance(d, int) else c for c, d in zip(lead, x.type.shape)]
+    op = b.emit("bitcast", [x.value], [TensorType(dtype, tuple(x.type.shape[:-1]) + (n,))],
+                {"tile": lead + [t]})
     return _result(op)
 
 
 def pack(self):
-    """The bytes of self (flattened, row-major, little-endian) as a 1-D uint8 tensor."""
+    """The bytes of self (flattened, row-major, little-endian) as a 1-D uint8 tensor: each
+    row's bytes (bitcast), then a reshape to 1-D (by blocks: any size tiles)."""
     b = _b()
     x = _tensor(self, b, "pack")
     if x.dtype.name not in PACK_DTYPES:
@@ -164,13 +169,8 @@ def pack(self):
                       f" uint8/16/32/64)")
     if not 1 <= x.ndim <= 4 or not all(isinstance(d, int) for d in x.type.shape):
         raise b.error(f"pack takes a tensor of 1 to 4 static dims, not {x.type}")
-    need, have = 2 * math.prod(x.type.shape) * x.dtype.itemsize, b.target.buffer("ub")
-    if x.ndim > 1 and need > have:
-        raise b.error(f"pack of a rank-{x.ndim} tensor flattens it as one tile, which needs "
-                      f"{need // 1024} KiB of UB; target {b.target.name} holds {have // 1024} "
-                      f"KiB: pack a 1-D tensor (or smaller views) instead")
-    flat = x if x.ndim == 1 else reshape(x, [math.prod(x.type.shape)])
-    return _bitcast(b, flat, U8, "pack")
+    rows = _bitcast(b, x, U8, "pack")
+    return rows if x.ndim == 1 else reshape(rows, [math.prod(rows.type.shape)])
 
 
 def unpack(self, dstDataType: DType):  # noqa: N803 -- the reference's name

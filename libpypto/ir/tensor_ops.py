@@ -205,17 +205,17 @@ def v_reshape(op, err) -> None:
 
 
 def v_bitcast(op, err) -> None:
-    """pack / unpack: a 1-D static tensor's bytes as another dtype; a tile of the result
-    covers whole source elements."""
+    """pack / unpack: the bytes of each row (last dim, static) as another dtype; the other
+    dims are kept; a tile of the result covers whole source elements."""
     x, t = op.operands[0].type, op.results[0].type
-    if x.rank != 1 or t.rank != 1 or not isinstance(x.shape[0], int) or \
-            not isinstance(t.shape[0], int) or \
-            x.shape[0] * x.dtype.itemsize != t.shape[0] * t.dtype.itemsize or \
+    if x.rank < 1 or t.rank != x.rank or tuple(x.shape[:-1]) != tuple(t.shape[:-1]) or \
+            not isinstance(x.shape[-1], int) or not isinstance(t.shape[-1], int) or \
+            x.shape[-1] * x.dtype.itemsize != t.shape[-1] * t.dtype.itemsize or \
             BOOL in (x.dtype, t.dtype):
-        err(f"bitcast of {x} into {t}: not the same bytes of 1-D static numeric tensors")
+        err(f"bitcast of {x} into {t}: not the same bytes per row of numeric tensors")
     tile = op.attrs["tile"]
-    if len(tile) != 1 or tile[0] * t.dtype.itemsize % x.dtype.itemsize:
-        err(f"bitcast tile {tile} must cover whole {x.dtype} elements")
+    if len(tile) != t.rank or tile[-1] * t.dtype.itemsize % x.dtype.itemsize:
+        err(f"bitcast tile {tile} must have rank {t.rank} and cover whole {x.dtype} elements")
 
 
 def v_permute(op, err) -> None:

@@ -19,6 +19,7 @@ from ..ir.core import Document, Op, Value, clone_ops
 from ..ir.defs import OPS
 from ..ir.types import DTYPES, F32, I64, TensorType, TileType
 from .grids import _clip, _clip1, _count, _grid
+from .reshape_rows import reshape_blocks
 
 
 @dataclass
@@ -246,15 +247,17 @@ class _Expander:
                                     "rounds": a["rounds"]}, [], op.loc))
 
     def x_bitcast(self, op):
-        """Output tiles of t elements, each the bytes of t * out / in source elements (the
-        two grids have as many tiles)."""
+        """Output tiles of t elements in the last dim, each the bytes of t * out / in source
+        elements (the other dims tile alike)."""
         x, t = op.operands[0], op.result.type
         tile = _clip(op.attrs["tile"], t.shape)
-        k = tile[0] * t.dtype.itemsize // x.type.dtype.itemsize
+        k = tile[-1] * t.dtype.itemsize // x.type.dtype.itemsize
         grid, offs, valid = _grid(t.shape, tile, list(t.shape), self.ranges)
-        _, src_offs, src_valid = _grid(x.type.shape, [k], list(x.type.shape), self.ranges)
+        s_tile = tile[:-1] + [k]
+        s_offs = offs[:-1] + [E.floordiv(E.mul(offs[-1], t.dtype.itemsize),
+                                         x.type.dtype.itemsize)]
         body: list = []
-        src = self.load(body, x, [k], src_offs, src_valid)
+        src = self.load(body, x, s_tile, s_offs, self.valid_in(x, s_offs, s_tile))
         dst = _tile(body, t.dtype, tile)
         body.append(Op("tbitcast", [dst, src], [], {}, [], op.loc))
         self.finish(op, body, dst, grid, tile, offs, valid, list(t.shape))
@@ -577,7 +580,12 @@ class _Expander:
         rest_in, rest_out = sin[p:], sout[p:]
         if p == 0 and self._merges_leading(op, sin, sout):
             return
-        if not all(isinstance(d, int) for d in rest_in + rest_out):
+        cap = self.target.buffer("ub") // 4            # else by blocks (reshape_rows.py)
+        static = all(isinstance(d, int) for d in rest_in + rest_out)
+        if (not static or _prod(rest_in) * x.type.dtype.itemsize > cap) and \
+                reshape_blocks(self, op, cap):
+            return
+        if not static:
             raise CompileError(f"reshape {_fmt(sin)} -> {_fmt(sout)}: the reshaped trailing dims "
                                f"must be static (only the leading dims may be symbolic)", op.loc)
         grid = [sin[d] for d in range(p)]
