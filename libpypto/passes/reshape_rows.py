@@ -15,7 +15,8 @@ valid in full (a view with a tail takes the simple rule or its error).
 from __future__ import annotations
 
 from ..ir import expr as E
-from ..ir.core import Op
+from ..ir.core import Op, Value
+from ..ir.types import TileType
 
 
 def _divisors(n: int) -> list:
@@ -82,9 +83,9 @@ def reshape_blocks(x, op, cap_bytes: int) -> bool:
     offs_in = idx[:i] + [E.mul(idx[i], ci)] + [0] * (len(sin) - i - 1)
     offs_out = g[:j] + [E.mul(g[j], co)] + [0] * (len(sout) - j - 1)
     body: list = []
-    from .tensor_to_tile import _tile
     s = x.load(body, src, t_in, offs_in, list(t_in))
-    d = _tile(body, dt, t_out)
+    d = Value(TileType("any", dt, tuple(int(v) for v in t_out)))
+    body.append(Op("tile", [], [d], {}, [], None))
     body.append(Op("treshape", [d, s], [], {}, [], op.loc))
     x.store(body, d, x.workspace(op), offs_out, list(t_out), op.loc)
     x.tile_of[op.result] = t_out
