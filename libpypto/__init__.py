@@ -31,6 +31,8 @@ _LAZY = {
         "get_conv_tile_shapes", "set_pass_default_config", "get_pass_default_config",
         "get_pass_config", "get_pass_configs")},
     "PassConfigKey": "libpypto.frontend.passopts",
+    **{n: "libpypto.frontend.mx" for n in ("DequantScaleRoundingMode", "ROUND_DOWN",
+                                            "ROUND_UP")},
     "Element": "libpypto.frontend.api",
     "experimental": "libpypto.frontend.quant",
     "Kernel": "libpypto.frontend.kernel",
