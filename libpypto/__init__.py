@@ -31,6 +31,7 @@ _LAZY = {
         "get_conv_tile_shapes", "set_pass_default_config", "get_pass_default_config",
         "get_pass_config", "get_pass_configs")},
     "PassConfigKey": "libpypto.frontend.passopts",
+    "function": "libpypto.frontend.verify",
     **{n: "libpypto.frontend.mx" for n in ("DequantScaleRoundingMode", "ROUND_DOWN",
                                             "ROUND_UP")},
     "Element": "libpypto.frontend.api",
@@ -54,6 +55,8 @@ def _frontend_getattr(name: str):
     # pypto.frontend.jit is pypto.jit (the reference's models spell it so)
     if name == "jit":
         return import_module("libpypto.jit").jit
+    if name == "function":
+        return import_module("libpypto.frontend.verify")._frontend_function
     raise AttributeError(f"module 'libpypto.frontend' has no attribute {name!r}")
 
 

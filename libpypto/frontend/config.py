@@ -23,7 +23,9 @@ from .tensor import _current
 
 GROUPS = ("host_options", "codegen_options", "pass_options", "runtime_options",
           "verify_options", "debug_options", "operation_options")
-HONOURED = {"runtime_options": {"run_mode"}}
+# runtime_options run_mode: both modes run on the host; verify_options enable_pass_verify:
+# pypto's pass verify is pypto-run --check-levels, where pass_verify_* probes act
+HONOURED = {"runtime_options": {"run_mode"}, "verify_options": {"enable_pass_verify"}}
 
 
 class RunMode(enum.IntEnum):

@@ -271,6 +271,18 @@ def v_created(op, err) -> None:
         _tile_ok(op, err, t.shape, t.dtype)
 
 
+def v_probe(op, err) -> None:
+    a = op.attrs
+    sizes = {"text": len(a["texts"]), "expr": len(a["exprs"]), "tensor": len(op.operands),
+             "name": len(a.get("names", []))}
+    for kind, i in a["order"]:
+        if i >= sizes[kind]:
+            err(f"probe: {kind} {i} does not exist")
+    if a["kind"] == "save" and (len(op.operands) != 1 or len(a["texts"]) != 1 or
+                                len(a.get("names", [])) != len(a["exprs"])):
+        err("a save probe has one tensor, one file name and a value per name")
+
+
 # -- the definitions --------------------------------------------------------------------------
 
 T, ST = "tensor", ("tensor",)
@@ -347,6 +359,13 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
        None, trace="", where=("tensor", "module")),
     _d("if", (), (), {"cond": attr(EXPR)}, None, trace="", where=("tensor", "module", "tile"),
        regions=2),
+    # pass_verify_print / pass_verify_save (frontend/verify.py): what pypto's pass verify
+    # prints or saves when it interprets the graph; the lowering drops it
+    _d("probe", ("tensor*",), (), {
+        "kind": attr(Str("print", "save")), "texts": attr(ListOf(Text())), "exprs": attr(EXPRS),
+        "order": attr(ListOf(Tuple(Str("text", "expr", "tensor", "name"), NAT))),
+        "names": opt(ListOf(Ident())), "cond": attr(EXPR)}, v_probe,
+       trace="pass_verify_print"),
 ]
 # `copy` (clone, expand_clone) is the elementwise copy with a broadcasting result
 DEFS = [d if d.name != "copy" else OpDef(

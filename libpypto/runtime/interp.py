@@ -27,15 +27,18 @@ _erfc = np.vectorize(math.erfc, otypes=[np.float64])
 NP_ENV = {"np": np, "erf": lambda a: _erf(a).astype(a.dtype), "erfc": lambda a: _erfc(a).astype(a.dtype)}
 
 
-def run_tensor(doc, arrays: dict, env: dict, dump=None) -> dict:
+def run_tensor(doc, arrays: dict, env: dict, dump=None, probe=None) -> dict:
     """Interpret the tensor graph; arrays hold every parameter and are updated in place.
     dump: callable(op, array), called with every value an op computes, in order (an op in a
-    loop once per iteration)."""
+    loop once per iteration). probe: callable(op, tensors, env) for each probe
+    (pass_verify_print / _save) whose cond holds; without it probes do nothing."""
     ops = doc.body
     for op in doc.body:
         if op.name == "source":
             ops = op.regions[0]
-    _Interp(arrays, env, dump).region(ops)
+    it = _Interp(arrays, env, dump)
+    it.probe = probe
+    it.region(ops)
     return arrays
 
 
@@ -85,6 +88,7 @@ class _Interp:
         self.arrays, self.env = arrays, dict(env)
         self.vals: dict = {}     # Value -> (array, valid tuple or None)
         self.dump = dump
+        self.probe = None        # run_tensor's probe handler
 
     def ev(self, e):
         return int(E.evaluate(e, self.env))
@@ -136,6 +140,10 @@ class _Interp:
     def op_read(self, op):
         name = op.attrs["param"]
         self.env[op.attrs["var"]] = read_value(op, self.env, {name: self.arrays[name]})
+
+    def op_probe(self, op):
+        if self.probe is not None and self.ev(op.attrs["cond"]):
+            self.probe(op, [self.get(v)[0] for v in op.operands], dict(self.env))
 
     def op_if(self, op):
         self.region(op.regions[0] if self.ev(op.attrs["cond"]) else op.regions[1])
