@@ -32,6 +32,7 @@ _LAZY = {
         "get_pass_config", "get_pass_configs")},
     "PassConfigKey": "libpypto.frontend.passopts",
     "function": "libpypto.frontend.verify",
+    "ConvReLuType": "libpypto.frontend.conv",
     **{n: "libpypto.frontend.mx" for n in ("DequantScaleRoundingMode", "ROUND_DOWN",
                                             "ROUND_UP")},
     "Element": "libpypto.frontend.api",

@@ -7,7 +7,7 @@ import inspect
 
 from ..ir import ops as O
 from ..ir.types import DTYPES
-from . import api, composites, mm, mx, numpy_guard, ops, quant, rng, shuffle, sorts, verify
+from . import api, composites, conv, mm, mx, numpy_guard, ops, quant, rng, shuffle, sorts, verify
 from .enums import TileOpFormat
 from .tensor import SymScalar, TraceTensor, _b, fmt_shape, read_scalar, scalar_expr, slice_key
 
@@ -15,7 +15,7 @@ from .tensor import SymScalar, TraceTensor, _b, fmt_shape, read_scalar, scalar_e
 def _catalogue() -> dict:
     """Every public function the two modules define (the generated elementwise ones too)."""
     out = {}
-    for m in (ops, mm, mx, sorts, composites, api, shuffle, rng, verify):            # later modules wrap earlier ones (api)
+    for m in (ops, mm, mx, conv, sorts, composites, api, shuffle, rng, verify):            # later modules wrap earlier ones (api)
         for n, v in vars(m).items():
             if not n.startswith("_") and inspect.isfunction(v) and v.__module__ == m.__name__:
                 out[n] = v

@@ -90,9 +90,10 @@ class options:  # noqa: N801 -- the reference's name
         check_options("pypto.options", {g: v for g, v in groups.items() if g != "pass_options"})
         if groups.get("pass_options"):       # checked now (warnings), recorded on entry
             passopts.jit_options(groups["pass_options"], passopts.caller_loc())
-        if conv_tile_shapes is not None:
-            tensor.unsupported("options(conv_tile_shapes=)", "conv is not in pypto's catalogue",
-                              error=bool(_current))
+        if conv_tile_shapes is not None:      # recorded: conv picks its own tiles
+            set_conv_tile_shapes(*(conv_tile_shapes if isinstance(conv_tile_shapes,
+                                                                  (list, tuple)) else
+                                   [conv_tile_shapes]))
 
     def __enter__(self):
         if self.groups.get("pass_options"):      # recorded where they apply: now
@@ -172,13 +173,15 @@ def reset_options() -> None:
     passopts.reset()
 
 
-def set_conv_tile_shapes(*_a, **_k) -> None:
-    """conv is not in pypto's catalogue: an error."""
-    raise CompileError("set_conv_tile_shapes: conv is not implemented by pypto")
+def set_conv_tile_shapes(tile_l1_info=None, tile_l0_info=None) -> None:
+    """The reference's conv tiles: recorded; pypto's conv picks its tiles (frontend/conv.py)."""
+    from .conv import set_conv_tile_shapes as record
+    record(tile_l1_info, tile_l0_info)
 
 
 def get_conv_tile_shapes():
-    return None
+    from .conv import get_conv_tile_shapes as recorded
+    return recorded()
 
 
 def set_pass_default_config(key, value) -> None:
