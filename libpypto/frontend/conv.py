@@ -161,19 +161,21 @@ def conv(input_conv, weight, out_dtype: DType, strides, paddings, dilations, *,
     finally:
         b.cube_tile = saved
     with _tiles(b, [n, cout, p]):
-        y = parts[0] if groups == 1 else concat(parts, 1)
-        bias = extend.get("bias_tensor", extend.get("bias"))
-        if bias is not None:
-            bias = _tensor(bias, b, "conv bias")
-            if bias.ndim != 1 or bias.type.shape[0] != cout:
-                raise b.error(f"conv: bias_tensor must be [{cout}], not {bias.type}")
-            y = add(y, reshape(cast(bias, F32) if bias.dtype != F32 else bias, [1, cout, 1]))
-        if extend.get("relu_type") is not None and \
-                _relu(b, extend["relu_type"]) is ConvReLuType.RELU:
-            y = maximum(y, 0.0)
-        if out_dtype != F32:
-            y = cast(y, out_dtype)
+        y = _epilogue(b, parts[0] if groups == 1 else concat(parts, 1), extend, cout, out_dtype)
         return reshape(y, [n, cout] + out)
+
+
+def _epilogue(b, y, extend: dict, cout: int, out_dtype):
+    """The bias, the ReLU and the cast of the fp32 sums [N, Cout, P]."""
+    bias = extend.get("bias_tensor", extend.get("bias"))
+    if bias is not None:
+        bias = _tensor(bias, b, "conv bias")
+        if bias.ndim != 1 or bias.type.shape[0] != cout:
+            raise b.error(f"conv: bias_tensor must be [{cout}], not {bias.type}")
+        y = add(y, reshape(cast(bias, F32) if bias.dtype != F32 else bias, [1, cout, 1]))
+    if extend.get("relu_type") is not None and _relu(b, extend["relu_type"]) is ConvReLuType.RELU:
+        y = maximum(y, 0.0)
+    return y if out_dtype == F32 else cast(y, out_dtype)
 
 
 def _relu(b, v):
