@@ -157,3 +157,17 @@ static inline uint8_t pp_f_e8m0(float x) {
     int b = ilogbf(x) + 127;
     return (uint8_t)(b < 0 ? 0 : b > 254 ? 254 : b);
 }
+/* does (va, ia) come before (vb, ib) in a long sort's bitonic network (runtime/interp.py
+   `before`): positions >= n are padding, after everything; NaN last ascending and first
+   descending; equal values in position order */
+#define PP_BEFORE(NAME, T, ISNAN)                                                            \
+static inline int NAME(T va, int64_t ia, T vb, int64_t ib, int64_t n, int desc) {            \
+    int pa = ia >= n, pb = ib >= n;                                                          \
+    if (pa | pb) return pa == pb ? ia < ib : pb;                                             \
+    int na = ISNAN(va), nb = ISNAN(vb);                                                      \
+    if (na | nb) return na == nb ? ia < ib : (desc ? na : nb);                               \
+    if (va != vb) return desc ? va > vb : va < vb;                                           \
+    return ia < ib;                                                                          \
+}
+PP_BEFORE(pp_before_f, float, PP_IS_NAN)
+PP_BEFORE(pp_before_i, int64_t, PP_NOT_NAN)

@@ -271,6 +271,28 @@ def v_created(op, err) -> None:
         _tile_ok(op, err, t.shape, t.dtype)
 
 
+def v_bitonic(op, err) -> None:
+    """One kernel of a sort longer than a tile (frontend/sorts.py): values and int32
+    positions of a static last dim N (a power of two, padded past n), the same types out."""
+    v, i = (x.type for x in op.operands)
+    a = op.attrs
+    n_all = v.shape[-1] if v.shape else None
+    if not isinstance(n_all, int) or n_all & (n_all - 1) or i.shape != v.shape or \
+            i.dtype != INDEX or a["n"] > n_all:
+        err(f"bitonic of {v} and {i}: a power-of-two static last dim, int32 positions")
+        return
+    expect(op, err, [v, i])
+    t = a["tile"][-1]
+    if t & (t - 1) or n_all % t:
+        err(f"bitonic tile {a['tile']} must split the last dim into powers of two")
+    for s, d, flip in a.get("steps", []):
+        if s > t or d >= s or (flip and 2 * d != s):
+            err(f"bitonic step {[s, d, flip]} is not one of a {t}-element tile")
+    if a["mode"] != "tile" and not t <= a["dist"] < n_all:
+        err(f"bitonic {a['mode']} distance {a['dist']} must be at least the tile")
+    _tile_ok(op, err, v.shape, v.dtype)
+
+
 def v_probe(op, err) -> None:
     a = op.attrs
     sizes = {"text": len(a["texts"]), "expr": len(a["exprs"]), "tensor": len(op.operands),
@@ -359,6 +381,14 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
        None, trace="", where=("tensor", "module")),
     _d("if", (), (), {"cond": attr(EXPR)}, None, trace="", where=("tensor", "module", "tile"),
        regions=2),
+    # a sort longer than a tile, one kernel of its bitonic network (frontend/sorts.py): mode
+    # tile runs steps [block, distance, mirrored] inside each tile; pair compares the tiles
+    # dist apart, mirror the tile pairs mirrored in blocks of 2 dist; n: positions >= n pad
+    _d("bitonic", (T, T), (T, T), {
+        "n": attr(Int(1)), "descending": attr(Bool()), "mode": attr(Str("tile", "pair",
+                                                                         "mirror")),
+        "dist": attr(NAT), "steps": opt(ListOf(Tuple(Int(2), Int(1), Bool()))),
+        "tile": attr(ListOf(Int(1)))}, v_bitonic, trace="sort"),
     # pass_verify_print / pass_verify_save (frontend/verify.py): what pypto's pass verify
     # prints or saves when it interprets the graph; the lowering drops it
     _d("probe", ("tensor*",), (), {

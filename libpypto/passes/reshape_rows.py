@@ -1,5 +1,7 @@
-"""tensor-to-tile's reshape by blocks, where its simple rule (a grid over the leading dims the
-two shapes share, each instance copying the whole static rest) cannot go: the reshaped
+"""tensor-to-tile's reshape rules beyond the simple one (a grid over the leading dims the two
+shapes share, each instance copying the whole static rest): merges_leading, a symbolic
+leading dim merged with static ones (a paged cache to rows); reshape_blocks, by blocks,
+where the simple rule cannot go: the reshaped
 trailing dims are symbolic ([B, S, H] -> [B*S, H], [T, H] -> [B, S, H] with S a size), or the
 static rest is past a quarter of the target's UB (pack of a big multi-dim tensor).
 
@@ -13,6 +15,8 @@ with one treshape. B is the largest such block up to a quarter of UB. The source
 valid in full (a view with a tail takes the simple rule or its error).
 """
 from __future__ import annotations
+
+import math
 
 from ..ir import expr as E
 from ..ir.core import Op, Value
@@ -90,4 +94,32 @@ def reshape_blocks(x, op, cap_bytes: int) -> bool:
     x.store(body, d, x.workspace(op), offs_out, list(t_out), op.loc)
     x.tile_of[op.result] = t_out
     x.kernel(op, out_grid, body, t_out)
+    return True
+
+
+def merges_leading(x, op, sin: list, sout: list) -> bool:
+    """[n, a, b, ...] -> [n*a*..., c, ...] with n symbolic and the rest static (the
+    reference's inplace reshape of a paged KV cache [blocks, block_size, heads, dim] to
+    rows): a grid over n, each instance copying one leading slice as rows. False where
+    the reshape is not of this form."""
+    if isinstance(sin[0], int) or not all(isinstance(d, int) for d in sin[1:] + sout[1:]):
+        return False
+    inner = 1
+    for d in sin[1:]:
+        inner *= d
+    rest = math.prod(sout[1:])
+    rows = inner // max(1, rest)
+    if rows * rest != inner or E.mul(sin[0], rows) != sout[0]:
+        return False
+    g0 = E.sym("g0")
+    body: list = []
+    src = x.load(body, op.operands[0], [1] + sin[1:], [g0] + [0] * (len(sin) - 1),
+                 [1] + sin[1:])
+    dst = Value(TileType("any", op.result.type.dtype, tuple([rows] + sout[1:])))
+    body.append(Op("tile", [], [dst], {}, [], None))
+    body.append(Op("treshape", [dst, src], [], {}, [], op.loc))
+    x.store(body, dst, x.workspace(op), [E.mul(g0, rows)] + [0] * (len(sout) - 1),
+            [rows] + sout[1:], op.loc)
+    x.tile_of[op.result] = [rows] + sout[1:]
+    x.kernel(op, [sin[0]], body, [rows] + sout[1:])
     return True

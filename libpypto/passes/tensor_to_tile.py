@@ -19,7 +19,8 @@ from ..ir.core import Document, Op, Value, clone_ops
 from ..ir.defs import OPS
 from ..ir.types import DTYPES, F32, I64, TensorType, TileType
 from .grids import _clip, _clip1, _count, _grid
-from .reshape_rows import reshape_blocks
+from .reshape_rows import merges_leading, reshape_blocks
+from .sort_tiles import bitonic_kernel
 
 
 @dataclass
@@ -436,6 +437,9 @@ class _Expander:
 
     x_topk = x_argsort = x_sort
 
+    def x_bitonic(self, op):        # a sort longer than a tile (passes/sort_tiles.py)
+        bitonic_kernel(self, op)
+
     # matmul
     def x_matmul(self, op):
         a, b = op.operands
@@ -581,7 +585,7 @@ class _Expander:
         while p < min(len(sin), len(sout)) - 1 and sin[p] == sout[p]:
             p += 1
         rest_in, rest_out = sin[p:], sout[p:]
-        if p == 0 and self._merges_leading(op, sin, sout):
+        if p == 0 and merges_leading(self, op, sin, sout):
             return
         cap = self.target.buffer("ub") // 4            # else by blocks (reshape_rows.py)
         static = all(isinstance(d, int) for d in rest_in + rest_out)
@@ -606,31 +610,6 @@ class _Expander:
         self.store(body, dst, home, gv + [0] * len(rest_out), lead + list(rest_out), op.loc)
         self.tile_of[op.result] = [1] * p + rest_out
         self.kernel(op, grid, body, [1] * p + rest_out)
-
-    def _merges_leading(self, op, sin: list, sout: list) -> bool:
-        """[n, a, b, ...] -> [n*a*..., c, ...] with n symbolic and the rest static (the
-        reference's inplace reshape of a paged KV cache [blocks, block_size, heads, dim] to
-        rows): a grid over n, each instance copying one leading slice as rows. False where
-        the reshape is not of this form."""
-        if isinstance(sin[0], int) or not all(isinstance(d, int) for d in sin[1:] + sout[1:]):
-            return False
-        inner = 1
-        for d in sin[1:]:
-            inner *= d
-        rows = inner // max(1, _prod(sout[1:]))
-        if rows * _prod(sout[1:]) != inner or E.mul(sin[0], rows) != sout[0]:
-            return False
-        g0 = E.sym("g0")
-        body: list = []
-        src = self.load(body, op.operands[0], [1] + sin[1:], [g0] + [0] * (len(sin) - 1),
-                        [1] + sin[1:])
-        dst = _tile(body, op.result.type.dtype, [rows] + sout[1:])
-        body.append(Op("treshape", [dst, src], [], {}, [], op.loc))
-        self.store(body, dst, self.workspace(op), [E.mul(g0, rows)] + [0] * (len(sout) - 1),
-                   [rows] + sout[1:], op.loc)
-        self.tile_of[op.result] = [rows] + sout[1:]
-        self.kernel(op, [sin[0]], body, [rows] + sout[1:])
-        return True
 
     # indexing: GM-direct reads and sequential GM-direct writes
     def _region_of(self, v: Value) -> dict:
