@@ -32,7 +32,7 @@ little-endian order, as the pages' example (0x03040506 packs to 6 5 4 3). The pa
 (bf16, fp16, fp32, int8/16/32/64, uint8/16/32/64); static sizes. These need one primitive,
 `bitcast` (tile instruction `tbitcast`, a byte copy of each row's tile); pack of a rank > 1
 tensor bitcasts its rows and reshapes the bytes to 1-D (tensor-to-tile copies a reshape by
-blocks that fit a quarter of UB, so any size tiles).
+blocks that fit an eighth of UB, so any size tiles).
 
 index_put_(input, indices, values, accumulate=False) -- the reference's page: indices is a
 tuple of k 1-D integer tensors of one length t (k <= input's rank), values has shape

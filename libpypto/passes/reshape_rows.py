@@ -3,7 +3,7 @@ shapes share, each instance copying the whole static rest): merges_leading, a sy
 leading dim merged with static ones (a paged cache to rows); reshape_blocks, by blocks,
 where the simple rule cannot go: the reshaped
 trailing dims are symbolic ([B, S, H] -> [B*S, H], [T, H] -> [B, S, H] with S a size), or the
-static rest is past a quarter of the target's UB (pack of a big multi-dim tensor).
+static rest is past an eighth of the target's UB (pack of a big multi-dim tensor).
 
 A reshape keeps the row-major order of the elements, so it is a copy of blocks of B
 consecutive elements: B is a block of both shapes, c consecutive entries of one dim times
@@ -11,7 +11,8 @@ every dim after it (all static; c divides that dim, or its static factor when it
 symbolic). The kernel's grid runs over the output's blocks (its leading dims, and the
 blocked dim's count of c-sized pieces); instance g copies the source block of the same
 row-major number (its dims found by division and remainder, symbolic where the shape is)
-with one treshape. B is the largest such block up to a quarter of UB. The source must be
+with one treshape. B is the largest such block up to an eighth of UB (the copy holds two
+tiles of it, and the allocator may double them). The source must be
 valid in full (a view with a tail takes the simple rule or its error).
 """
 from __future__ import annotations

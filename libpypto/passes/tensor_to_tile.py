@@ -587,7 +587,7 @@ class _Expander:
         rest_in, rest_out = sin[p:], sout[p:]
         if p == 0 and merges_leading(self, op, sin, sout):
             return
-        cap = self.target.buffer("ub") // 4            # else by blocks (reshape_rows.py)
+        cap = self.target.buffer("ub") // 8            # else by blocks (reshape_rows.py)
         static = all(isinstance(d, int) for d in rest_in + rest_out)
         if (not static or _prod(rest_in) * x.type.dtype.itemsize > cap) and \
                 reshape_blocks(self, op, cap):
