@@ -79,11 +79,16 @@ class options:  # noqa: N801 -- the reference's name
     """`@pypto.options(...)` on a function or `with pypto.options(...):`: the options are
     checked (unimplemented ones warn) and the tile-shape ones applied while tracing."""
 
-    def __init__(self, name: str = "", vec_tile_shapes=None, cube_tile_shapes=None,
-                 conv_tile_shapes=None, matrix_size=None, **groups):
-        unknown = set(groups) - set(GROUPS)
-        if unknown:
-            raise TypeError(f"options() got unexpected keyword(s) {', '.join(sorted(unknown))}")
+    def __init__(self, name: str = "", codegen_options=None, host_options=None,
+                 pass_options=None, runtime_options=None, verify_options=None,
+                 operation_options=None, debug_options=None, vec_tile_shapes=None,
+                 cube_tile_shapes=None, conv_tile_shapes=None, matrix_size=None):
+        # the reference's parameters, in its order (a positional call means the same)
+        groups = {"codegen_options": codegen_options, "host_options": host_options,
+                  "pass_options": pass_options, "runtime_options": runtime_options,
+                  "verify_options": verify_options, "operation_options": operation_options,
+                  "debug_options": debug_options}
+        groups = {g: v for g, v in groups.items() if v is not None}
         self.groups = groups
         self.vec, self.cube, self.matrix = vec_tile_shapes, cube_tile_shapes, matrix_size
         self.saved = None
@@ -124,9 +129,15 @@ class options:  # noqa: N801 -- the reference's name
         return wrapped
 
 
-def set_options(**groups) -> None:
-    """set_options(pass_options=..., runtime_options=..., vec_tile_shapes=..., ...)."""
-    options(**groups).__enter__()
+def set_options(codegen_options=None, host_options=None, pass_options=None,
+                runtime_options=None, verify_options=None, debug_options=None,
+                operation_options=None, vec_tile_shapes=None, cube_tile_shapes=None,
+                conv_tile_shapes=None, matrix_size=None) -> None:
+    """set_options(pass_options=..., runtime_options=..., vec_tile_shapes=..., ...), with
+    the reference's parameters in its order."""
+    options("", codegen_options, host_options, pass_options, runtime_options, verify_options,
+            operation_options, debug_options, vec_tile_shapes, cube_tile_shapes,
+            conv_tile_shapes, matrix_size).__enter__()
 
 
 def set_pass_options(**kv) -> None:

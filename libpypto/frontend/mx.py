@@ -92,6 +92,8 @@ def quant_mx(input, quant_dtype: DType = None, mode=ROUND_DOWN, axis: int = -1, 
     x = _tensor(input, b, "quant_mx")
     quant_dtype = DTYPES["f8e4m3"] if quant_dtype is None else quant_dtype
     up = member(DequantScaleRoundingMode, mode, "quant_mx mode") is ROUND_UP
+    if not isinstance(performance_mode, bool):
+        raise b.error(f"quant_mx: performance_mode is True or False, not {performance_mode!r}")
     if x.dtype.name not in ("f16", "bf16", "f32") or not 1 <= x.ndim <= 4:
         raise b.error(f"quant_mx takes a 1-D to 4-D fp16, bf16 or fp32 tensor, not {x.type}")
     if quant_dtype.name != "f8e4m3":

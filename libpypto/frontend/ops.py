@@ -250,9 +250,10 @@ def sub(a, b, alpha=1):
     return _ew("sub", a, b if alpha == 1 else mul(b, alpha))
 
 
-def where(condition, x, y):
-    """Select x where condition is true, else y (scalars broadcast)."""
+def where(condition, input, other):  # noqa: A002 -- the reference's names
+    """Select input where condition is true, else other (scalars broadcast)."""
     b = _b()
+    x, y = input, other
     if not isinstance(condition, TraceTensor):
         raise b.error("where: the condition must be a tensor")
     if not isinstance(x, TraceTensor) and not isinstance(y, TraceTensor):
@@ -400,9 +401,16 @@ def view(t, shape, offsets, valid_shape=None):
     return TraceTensor(op.result, valid=valid, base=base, base_offsets=base_offs)
 
 
-def assemble(src, offsets, dst, parallel: bool = False) -> None:
-    """Write src into dst (a parameter, a local tensor, or a view of one) at offsets."""
+def assemble(src, offsets, dst=None, parallel: bool = False) -> None:
+    """Write src into dst (a parameter, a local tensor, or a view of one) at offsets; or,
+    as the reference's second form, assemble([(src, offsets), ...], dst). parallel=True (the
+    reference may write non-overlapping regions in parallel) changes no value: pypto orders
+    writes by their dependences."""
     b = _b()
+    if isinstance(src, (list, tuple)) and isinstance(offsets, TraceTensor):
+        for s_, o in src:                      # assemble([(src, offsets), ...], dst)
+            assemble(s_, o, offsets)
+        return None
     src = _tensor(src, b, "assemble")
     offsets = [_dim_arg(o, b, "assemble offset") for o in offsets]
     if not isinstance(dst, TraceTensor) or (dst.memory is None and dst.base is None):
@@ -501,8 +509,12 @@ def _count_checked(b, t, dims: list, prod_, total) -> tuple:
     return dims, total
 
 
-def permute(t, perm):
+def permute(t, dims=None, perm=None):
+    """The dims of t in the order dims (the reference's name; perm= as pypto spelt it)."""
     b = _b()
+    perm = dims if dims is not None else perm
+    if perm is None:
+        raise b.error("permute needs dims")
     t = _tensor(t, b, "permute")
     perm = [p % t.ndim for p in perm]
     if sorted(perm) != list(range(t.ndim)):

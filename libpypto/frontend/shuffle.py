@@ -57,7 +57,8 @@ from ..ir.types import DTYPES, I64, DType, TensorType
 from .api import move
 from .composites import clone, concat, unsqueeze
 from .ops import (_b, _result, _tensor, add, cast, expand_clone, index_add, mul, remainder, reshape,
-                  scatter, view)
+                  scatter)
+from .ops import view as _view
 from .tensor import SymScalar
 
 U8 = DTYPES["u8"]
@@ -93,7 +94,7 @@ def interleave(input, other):  # noqa: A002 -- the reference's names
     lead, n = list(x.type.shape[:-1]), x.type.shape[-1]
     s = reshape(concat([unsqueeze(x, x.ndim), unsqueeze(y, y.ndim)], -1), lead + [2 * n])
     zero = [0] * len(lead)
-    return view(s, lead + [n], zero + [0]), view(s, lead + [n], zero + [n])
+    return _view(s, lead + [n], zero + [0]), _view(s, lead + [n], zero + [n])
 
 
 def deinterleave(input, other=None):  # noqa: A002
@@ -104,7 +105,7 @@ def deinterleave(input, other=None):  # noqa: A002
     lead, n = list(s.type.shape[:-1]), s.type.shape[-1] // 2
     pairs = reshape(s, lead + [n, 2])
     zero = [0] * (len(lead) + 1)
-    return tuple(reshape(view(pairs, lead + [n, 1], zero + [j]), lead + [n]) for j in (0, 1))
+    return tuple(reshape(_view(pairs, lead + [n, 1], zero + [j]), lead + [n]) for j in (0, 1))
 
 
 # gathermask's pattern modes: (group size, position kept in each group)
@@ -134,7 +135,7 @@ def gathermask(self, pattern_mode: int):
                       f"is a multiple of {k}, not {E.to_str(n)}")
     lead = list(x.type.shape[:-1])
     groups = reshape(x, lead + [n // k, k])
-    return reshape(view(groups, lead + [n // k, 1], [0] * (len(lead) + 1) + [j]),
+    return reshape(_view(groups, lead + [n // k, 1], [0] * (len(lead) + 1) + [j]),
                    lead + [n // k])
 
 
@@ -159,6 +160,34 @@ def _bitcast(b, x, dtype: DType, what: str):
     return _result(op)
 
 
+def view(input, shape=None, offsets=None, valid_shape=None, *, dtype=None):  # noqa: A002
+    """A sub-tensor (ops.view; shape and offsets default to the whole tensor), and the
+    reference's dtype=: the view's bytes read as dtype, each row's (a bitcast: the last dim
+    scales by the itemsizes; a static last dim; the page's example views fp32 [2, 2] as int8
+    [2, 8])."""
+    b = _b()
+    x = _tensor(input, b, "view")
+    whole = [d if isinstance(d, int) else SymScalar(d) for d in x.type.shape]
+    v = x if shape is None and offsets is None and valid_shape is None else \
+        _view(x, whole if shape is None else shape, [0] * x.ndim if offsets is None else offsets,
+              valid_shape)
+    if dtype is None or dtype == v.dtype:
+        return v
+    if not isinstance(dtype, DType) or dtype.name not in PACK_DTYPES + ("f8e4m3", "f8e5m2",
+                                                                        "e8m0") or \
+            v.dtype.name == "bool" or not isinstance(v.type.shape[-1], int) or \
+            v.type.shape[-1] * v.dtype.itemsize % dtype.itemsize:
+        raise b.error(f"view(dtype={dtype!r}) of {v.type}: the rows' bytes of a static last "
+                      f"dim must be a whole number of {dtype!r} elements")
+    saved = b.vec_tile
+    if saved is None:
+        b.vec_tile = [1] * (v.ndim - 1) + [v.type.shape[-1]]
+    try:
+        return _bitcast(b, v, dtype, "view")
+    finally:
+        b.vec_tile = saved
+
+
 def pack(self):
     """The bytes of self (flattened, row-major, little-endian) as a 1-D uint8 tensor: each
     row's bytes (bitcast), then a reshape to 1-D (by blocks: any size tiles)."""
@@ -173,9 +202,11 @@ def pack(self):
     return rows if x.ndim == 1 else reshape(rows, [math.prod(rows.type.shape)])
 
 
-def unpack(self, dstDataType: DType):  # noqa: N803 -- the reference's name
-    """A 1-D uint8 tensor's bytes as dstDataType (little-endian): n / itemsize elements."""
+def unpack(self, dtype: DType = None, *, dstDataType: DType = None):  # noqa: N803
+    """A 1-D uint8 tensor's bytes as dtype (the reference's code; dstDataType= as its page
+    names it), little-endian: n / itemsize elements."""
     b = _b()
+    dstDataType = dtype if dtype is not None else dstDataType
     x = _tensor(self, b, "unpack")
     if x.dtype != U8 or x.ndim != 1 or not isinstance(x.type.shape[0], int):
         raise b.error(f"unpack takes a 1-D uint8 tensor of static size, not {x.type}")

@@ -107,10 +107,17 @@ def _result_i(op, i):
     return TraceTensor(op.results[i])
 
 
-def topk(x, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, algo=None):  # noqa: A002
+def topk(x, k: int, dim: int | None = -1, largest: bool = True, algo=None, *,
+         sorted: bool = True):  # noqa: A002
     """(values, indices) of the k largest (smallest) elements along dim (any dim; the last
-    by default); ties keep the lower index first."""
+    by default, also for None as the reference's); ties keep the lower index first. algo
+    (TopKAlgo): both give these values and indices; sorted (torch's keyword) is always
+    honoured: the k come in order."""
     b = _b()
+    if algo is not None:
+        from .enums import TopKAlgo, member
+        member(TopKAlgo, algo, "topk algo")
+    dim = -1 if dim is None else dim
     d = _dims(b, x, dim, "topk")[0]
     n = x.dim(d)
     if not isinstance(k, int) or not (isinstance(n, int) and 0 < k <= n):
