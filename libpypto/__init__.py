@@ -31,6 +31,7 @@ _LAZY = {
         "get_conv_tile_shapes", "set_pass_default_config", "get_pass_default_config",
         "get_pass_config", "get_pass_configs")},
     "PassConfigKey": "libpypto.frontend.passopts",
+    "DT_INT4": "libpypto.frontend.int4",
     "function": "libpypto.frontend.verify",
     "ConvReLuType": "libpypto.frontend.conv",
     **{n: "libpypto.frontend.mx" for n in ("DequantScaleRoundingMode", "ROUND_DOWN",

@@ -99,7 +99,7 @@ class OutType(enum.Enum):
 
 # the reference's DataType members pypto does not have, with what they are
 UNSUPPORTED_DTYPES = {
-    "DT_INT4": "packed 4-bit integers", "DT_FP8": "8-bit float (generic; use DT_FP8E4M3 or "
+    "DT_FP8": "8-bit float (generic; use DT_FP8E4M3 or "
     "DT_FP8E5M2)", "DT_HF4": "hifloat4", "DT_HF8": "hifloat8",
     "DT_FP4_E2M1": "fp4 e2m1", "DT_FP4_E2M1X2": "packed fp4 e2m1", "DT_FP4_E1M2": "fp4 e1m2",
     "DT_FP4_E1M2X2": "packed fp4 e1m2", "DT_DOUBLE": "float64", "DT_BOTTOM": "no type"}
@@ -136,6 +136,8 @@ def _install_dtypes() -> None:
         setattr(DataType, d.api, d)
     for alias, name in API_ALIASES.items():
         setattr(DataType, alias, DTYPES[name])
+    from .int4 import INT4
+    DataType.DT_INT4 = INT4                     # packed, frontend/int4.py
 
 
 _install_dtypes()

@@ -16,7 +16,7 @@ from ..ir import expr as E
 from ..ir.core import Document, Loc, Op, Value
 from ..ir.types import TensorType
 from . import catalogue  # noqa: F401 -- installs the traced tensors' operators and methods
-from . import passopts
+from . import int4, passopts
 from .tensor import (MAX_PATHS, STATIC, TensorSpec, TraceTensor, _Builder, _current, _PKG_DIR,
                      new_trace)
 
@@ -218,9 +218,13 @@ def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisio
             kind = "named" if isinstance(d, str) else "dynamic"
             symbols.setdefault(sname, {"kind": kind, "dims": []})["dims"].append([pname, axis])
             shape.append(E.sym(sname))
-        v = Value(TensorType(spec.dtype, tuple(shape)), pname)
-        b.regions[0].append(Op("param", [], [v], {"index": idx}, [], Loc(op_file, lines[pname])))
-        args.append(TraceTensor(v, memory=pname, is_param=True))
+        ploc = Loc(op_file, lines[pname])
+        packed = spec.dtype is int4.INT4              # its bytes (frontend/int4.py)
+        v = Value(int4.param(pname, shape, ploc) if packed else
+                  TensorType(spec.dtype, tuple(shape)), pname)
+        b.regions[0].append(Op("param", [], [v], {"index": idx}, [], ploc))
+        t = TraceTensor(v, memory=pname, is_param=True)
+        args.append(int4.Int4Tensor(t) if packed else t)
     b.symbols = symbols
     _current.append(b)
     try:

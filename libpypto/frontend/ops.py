@@ -21,6 +21,9 @@ _b = builder
 
 def _tensor(x, b, what: str) -> TraceTensor:
     if not isinstance(x, TraceTensor):
+        if type(x).__name__ == "Int4Tensor":
+            raise b.error(f"{what} does not take DT_INT4 tensors: they take cast (to a float "
+                          f"dtype), view and assemble (frontend/int4.py)")
         raise b.error(f"{what} expects a tensor, got {type(x).__name__}")
     stack = b.loops
     if x.scope and tuple(stack[:len(x.scope)]) != x.scope:
@@ -98,6 +101,9 @@ def _ew(name: str, *args, strict: bool = True) -> TraceTensor:
     """An elementwise catalogue op on tensors (one operand of a binary op may be a scalar)."""
     b = _b()
     d = O.ELEMENTWISE[name]
+    for a in args:
+        if type(a).__name__ == "Int4Tensor":
+            _tensor(a, b, name)                   # the error saying what int4 takes
     tensors = [a for a in args if isinstance(a, TraceTensor)]
     if not tensors:
         raise b.error(f"{name} needs at least one tensor operand")
@@ -342,6 +348,10 @@ def cast(x, dtype: DType, mode=None, satmode=None, strict: bool = True):
     mode returns x itself; with a mode, a float is rounded to an integral value in it.
     satmode OFF (default) wraps out-of-range integers modulo 2**bits, ON clamps them."""
     b = _b()
+    if dtype is not None and getattr(dtype, "name", None) == "i4" or \
+            type(x).__name__ == "Int4Tensor":
+        from . import int4
+        return int4.cast(x, dtype, mode, satmode)
     x = _tensor(x, b, "cast")
     if not isinstance(dtype, DType):
         raise b.error(f"cast: bad dtype {dtype!r}; use pypto.DT_FP16 and friends")
@@ -407,6 +417,9 @@ def assemble(src, offsets, dst=None, parallel: bool = False) -> None:
     reference may write non-overlapping regions in parallel) changes no value: pypto orders
     writes by their dependences."""
     b = _b()
+    if type(src).__name__ == "Int4Tensor" or type(dst).__name__ == "Int4Tensor":
+        from . import int4
+        return int4.assemble(src, offsets, dst)
     if isinstance(src, (list, tuple)) and isinstance(offsets, TraceTensor):
         for s_, o in src:                      # assemble([(src, offsets), ...], dst)
             assemble(s_, o, offsets)
