@@ -136,7 +136,7 @@ def _install_dtypes() -> None:
         setattr(DataType, d.api, d)
     for alias, name in API_ALIASES.items():
         setattr(DataType, alias, DTYPES[name])
-    from .int4 import INT4
+    from ..ir.types import INT4
     DataType.DT_INT4 = INT4                     # packed, frontend/int4.py
 
 

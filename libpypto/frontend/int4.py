@@ -18,10 +18,14 @@ Anything else on one is an error saying so. bytes_of(DT_INT4) is 1, as in the re
 from __future__ import annotations
 
 from ..ir import expr as E
-from ..ir.types import DTYPES, I32, DType, TensorType
+from ..ir.types import DTYPES, I32, INT4, DType, TensorType
+from . import ops
+from .composites import concat, unsqueeze
+from .enums import CastMode, SaturationMode, member
+from .ops import (bitwise_and, bitwise_left_shift, bitwise_or, bitwise_right_shift, bitwise_xor,
+                  eq, maximum, minimum, reshape, where)
 from .tensor import SymScalar, TraceTensor, builder, slice_key
 
-INT4 = DType("i4", "DT_INT4", 1, "int", "uint8", "uint8_t")     # numpy: its bytes
 DT_INT4 = INT4
 U8, I8 = DTYPES["u8"], DTYPES["i8"]
 
@@ -48,13 +52,13 @@ class Int4Tensor:
 
     def __getitem__(self, key):
         offsets, shape = slice_key(self._logical(), key)
-        return view(self, shape, offsets)
+        return _view(self, shape, offsets)
 
     def __setitem__(self, key, value):
         offsets, shape = slice_key(self._logical(), key)
         if not isinstance(value, Int4Tensor):
             raise builder().error("a DT_INT4 tensor takes DT_INT4 values: cast to DT_INT4 first")
-        assemble(value, offsets, self)
+        _assemble(value, offsets, self)
 
     def _logical(self):
         """A stand-in with the logical shape, for slice_key."""
@@ -87,7 +91,7 @@ class _Shape:
         return self._shape[i]
 
 
-def param(name: str, shape: list, loc) -> tuple:
+def _param(name: str, shape: list, loc) -> tuple:
     """(the IR type, the tracer) of a DT_INT4 parameter of this logical shape."""
     n = shape[-1] if shape else None
     if not isinstance(n, int) or n % 2:
@@ -105,25 +109,23 @@ def _even(b, v, what: str) -> int:
     return e // 2
 
 
-def view(t: Int4Tensor, shape, offsets, valid_shape=None) -> Int4Tensor:
-    from .ops import view as raw_view
+def _view(t: Int4Tensor, shape, offsets, valid_shape=None) -> Int4Tensor:
     b = builder()
     if valid_shape is not None:
         raise b.error("view of a DT_INT4 tensor: valid_shape is not supported")
     shape, offsets = list(shape), list(offsets)
     shape[-1] = _even(b, shape[-1], "a view size")
     offsets[-1] = _even(b, offsets[-1], "a view offset")
-    return Int4Tensor(raw_view(t.raw, shape, offsets))
+    return Int4Tensor(ops.view(t.raw, shape, offsets))
 
 
-def assemble(src: Int4Tensor, offsets, dst: Int4Tensor) -> None:
-    from .ops import assemble as raw_assemble
+def _assemble(src: Int4Tensor, offsets, dst: Int4Tensor) -> None:
     b = builder()
     if not isinstance(src, Int4Tensor) or not isinstance(dst, Int4Tensor):
         raise b.error("assemble of DT_INT4 takes DT_INT4 source and destination")
     offsets = list(offsets)
     offsets[-1] = _even(b, offsets[-1], "an assemble offset")
-    raw_assemble(src.raw, offsets, dst.raw)
+    ops.assemble(src.raw, offsets, dst.raw)
 
 
 def _tile_for(saved, rank: int, extra: bool) -> list:
@@ -134,8 +136,10 @@ def _tile_for(saved, rank: int, extra: bool) -> list:
     return tile[:-1] + [max(1, tile[-1] // 2), 2] if extra else tile
 
 
-def cast(x, dtype: DType, mode=None, satmode=None):
-    """Casts to and from DT_INT4 (see the module docstring)."""
+def cast(x, dtype: DType, mode=None, satmode=None, strict: bool = True):
+    """pypto.cast: ops.cast, and the casts to and from DT_INT4 (see the module docstring)."""
+    if dtype is not INT4 and not isinstance(x, Int4Tensor):
+        return ops.cast(x, dtype, mode, satmode, strict)
     b = builder()
     if isinstance(x, Int4Tensor):
         if dtype is INT4:
@@ -150,9 +154,15 @@ def cast(x, dtype: DType, mode=None, satmode=None):
     return _packed(b, x, mode, satmode)
 
 
+def assemble(src, offsets, dst=None, parallel: bool = False) -> None:
+    """pypto.assemble: ops.assemble, and DT_INT4 sources into DT_INT4 destinations."""
+    if isinstance(src, Int4Tensor) or isinstance(dst, Int4Tensor):
+        return _assemble(src, offsets, dst)
+    return ops.assemble(src, offsets, dst, parallel)
+
+
 def _unpacked(b, x: Int4Tensor, dtype):
-    from .composites import concat, unsqueeze
-    from .ops import bitwise_left_shift, bitwise_right_shift, cast as cast_, reshape
+    cast_ = ops.cast
     saved = b.vec_tile
     try:
         b.vec_tile = _tile_for(saved, x.ndim, False)
@@ -168,9 +178,7 @@ def _unpacked(b, x: Int4Tensor, dtype):
 
 
 def _packed(b, x, mode, satmode):
-    from .enums import CastMode, SaturationMode, member
-    from .ops import (bitwise_and, bitwise_left_shift, bitwise_or, bitwise_xor, cast as cast_,
-                      eq, maximum, minimum, reshape, view as raw_view, where)
+    cast_, raw_view = ops.cast, ops.view
     m = member(CastMode, CastMode.CAST_NONE if mode is None else mode, "cast mode")
     sat = member(SaturationMode, SaturationMode.OFF if satmode is None else satmode,
                  "cast satmode") is SaturationMode.ON

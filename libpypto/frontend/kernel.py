@@ -220,7 +220,7 @@ def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisio
             shape.append(E.sym(sname))
         ploc = Loc(op_file, lines[pname])
         packed = spec.dtype is int4.INT4              # its bytes (frontend/int4.py)
-        v = Value(int4.param(pname, shape, ploc) if packed else
+        v = Value(int4._param(pname, shape, ploc) if packed else
                   TensorType(spec.dtype, tuple(shape)), pname)
         b.regions[0].append(Op("param", [], [v], {"index": idx}, [], ploc))
         t = TraceTensor(v, memory=pname, is_param=True)

@@ -348,10 +348,6 @@ def cast(x, dtype: DType, mode=None, satmode=None, strict: bool = True):
     mode returns x itself; with a mode, a float is rounded to an integral value in it.
     satmode OFF (default) wraps out-of-range integers modulo 2**bits, ON clamps them."""
     b = _b()
-    if dtype is not None and getattr(dtype, "name", None) == "i4" or \
-            type(x).__name__ == "Int4Tensor":
-        from . import int4
-        return int4.cast(x, dtype, mode, satmode)
     x = _tensor(x, b, "cast")
     if not isinstance(dtype, DType):
         raise b.error(f"cast: bad dtype {dtype!r}; use pypto.DT_FP16 and friends")
@@ -417,9 +413,6 @@ def assemble(src, offsets, dst=None, parallel: bool = False) -> None:
     reference may write non-overlapping regions in parallel) changes no value: pypto orders
     writes by their dependences."""
     b = _b()
-    if type(src).__name__ == "Int4Tensor" or type(dst).__name__ == "Int4Tensor":
-        from . import int4
-        return int4.assemble(src, offsets, dst)
     if isinstance(src, (list, tuple)) and isinstance(offsets, TraceTensor):
         for s_, o in src:                      # assemble([(src, offsets), ...], dst)
             assemble(s_, o, offsets)

@@ -54,6 +54,7 @@ import math
 
 from ..ir import expr as E
 from ..ir.types import DTYPES, I64, DType, TensorType
+from . import int4
 from .api import move
 from .composites import clone, concat, unsqueeze
 from .ops import (_b, _result, _tensor, add, cast, expand_clone, index_add, mul, remainder, reshape,
@@ -166,10 +167,9 @@ def view(input, shape=None, offsets=None, valid_shape=None, *, dtype=None):  # n
     scales by the itemsizes; a static last dim; the page's example views fp32 [2, 2] as int8
     [2, 8])."""
     b = _b()
-    if type(input).__name__ == "Int4Tensor" and dtype is None:
-        from . import int4
-        return int4.view(input, input.shape if shape is None else shape,
-                         [0] * input.ndim if offsets is None else offsets, valid_shape)
+    if isinstance(input, int4.Int4Tensor) and dtype is None:
+        return int4._view(input, input.shape if shape is None else shape,
+                          [0] * input.ndim if offsets is None else offsets, valid_shape)
     x = _tensor(input, b, "view")
     whole = [d if isinstance(d, int) else SymScalar(d) for d in x.type.shape]
     v = x if shape is None and offsets is None and valid_shape is None else \
