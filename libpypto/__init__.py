@@ -16,7 +16,8 @@ _LAZY = {
     **{n: _TENSOR for n in (
         "Tensor", "DYNAMIC", "DYN", "STATIC", "SymScalar",
         "DT_FP32", "DT_FP16", "DT_BF16", "DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64",
-        "DT_UINT8", "DT_UINT16", "DT_UINT32", "DT_UINT64", "DT_BOOL", "loop", "loop_unroll", "is_loop_begin", "is_loop_end", "cond")},
+        "DT_UINT8", "DT_UINT16", "DT_UINT32", "DT_UINT64", "DT_BOOL", "DT_FP8E4M3",
+        "DT_FP8E4M3FN", "DT_FP8E5M2", "DT_FP8E8M0", "loop", "loop_unroll", "is_loop_begin", "is_loop_end", "cond")},
     **{n: "libpypto.frontend.enums" for n in (
         "CastMode", "SaturationMode", "PrecisionType", "TileOpFormat", "CachePolicy",
         "LogBaseType", "TopKAlgo", "ScatterMode", "ReduceMode", "ReLuType", "TransMode",
@@ -29,6 +30,12 @@ _LAZY = {
         "get_verify_options", "get_debug_options", "reset_options", "set_conv_tile_shapes",
         "get_conv_tile_shapes", "set_pass_default_config", "get_pass_default_config",
         "get_pass_config", "get_pass_configs")},
+    "PassConfigKey": "libpypto.frontend.passopts",
+    "DT_INT4": "libpypto.frontend.int4",
+    "function": "libpypto.frontend.verify",
+    "ConvReLuType": "libpypto.frontend.conv",
+    **{n: "libpypto.frontend.mx" for n in ("DequantScaleRoundingMode", "ROUND_DOWN",
+                                            "ROUND_UP")},
     "Element": "libpypto.frontend.api",
     "experimental": "libpypto.frontend.quant",
     "Kernel": "libpypto.frontend.kernel",
@@ -50,6 +57,8 @@ def _frontend_getattr(name: str):
     # pypto.frontend.jit is pypto.jit (the reference's models spell it so)
     if name == "jit":
         return import_module("libpypto.jit").jit
+    if name == "function":
+        return import_module("libpypto.frontend.verify")._frontend_function
     raise AttributeError(f"module 'libpypto.frontend' has no attribute {name!r}")
 
 

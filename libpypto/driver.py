@@ -541,9 +541,11 @@ def check_levels(doc: Document, inputs: dict | None = None, bind: dict | None = 
     arrays = D.prepare(doc, dict(inputs or {}), env, seed)
     mags = D.magnitudes(tensor, {k: v.copy() for k, v in arrays.items()}, env)
     dumper, count = tensor_dumper(dump) if dump else (None, None)
-    want = run_tensor(tensor, {k: v.copy() for k, v in arrays.items()}, env, dumper)
+    want = run_tensor(tensor, {k: v.copy() for k, v in arrays.items()}, env, dumper,
+                      probe_handler(dump))
     rows = [{"level": "tensor", "after": "trace", "verdict": "reference", "max_abs_err": 0.0,
              "mismatches": 0, "dumped": count() if count else None}]
+    rows += golden_rows(tensor, want, mags)
     stages: list = []
     lower(tensor, _recorded_pipeline(doc), target, Instrument(
         observe=lambda name, d: stages.append((name, d))))
@@ -560,6 +562,56 @@ def check_levels(doc: Document, inputs: dict | None = None, bind: dict | None = 
             rows[-1].update(check=bad[0], where=culprit(d, arrays, env, bad[0]))
             break
     return rows
+
+
+def probe_handler(directory: str | None):
+    """What pass_verify_print / pass_verify_save do when the tensor graph is interpreted:
+    print to stderr; save DIR/<name>.npy (frontend/verify.py: the name's characters are
+    checked there; nothing else reaches the path), or say once that no --dump-tensors
+    directory was given."""
+    import io
+    import os
+    import sys
+    import numpy as np
+    from .frontend.verify import _save_name
+    from .ir import expr as E
+    from .ir.files import atomic_write
+    said: set = set()
+
+    def probe(op, tensors, env) -> None:
+        a = op.attrs
+        where = f"{op.loc.file}:{op.loc.line}" if op.loc is not None else "?"
+        if a["kind"] == "print":
+            parts = [a["texts"][i] if k == "text" else str(E.evaluate(a["exprs"][i], env))
+                     if k == "expr" else np.array2string(tensors[i], threshold=64)
+                     for k, i in a["order"]]
+            sys.stderr.write(f"pass_verify_print {where}: {' '.join(parts)}\n")
+        elif directory:
+            buf = io.BytesIO()
+            np.save(buf, np.ascontiguousarray(tensors[0]), allow_pickle=False)
+            os.makedirs(directory, exist_ok=True)
+            atomic_write(os.path.join(directory, _save_name(op, env) + ".npy"), buf.getvalue())
+        elif where not in said:
+            said.add(where)
+            sys.stderr.write(f"pass_verify_save {where}: not saved (give --dump-tensors DIR)\n")
+    return probe
+
+
+def golden_rows(tensor: Document, want: dict, mags: dict) -> list:
+    """A row comparing the tensor-level outputs with set_verify_golden_data's goldens (by
+    parameter position), when some were set."""
+    from .frontend.verify import _golden_data
+    from .runtime.data import compare
+    goldens = _golden_data()
+    if not goldens:
+        return []
+    params = list(tensor.attrs.get("params", []))
+    gold = {params[i]: g for i, g in goldens.items() if i < len(params)}
+    checks = [compare(n, want[n], g, mags[n]) for n, g in gold.items() if n in want]
+    bad = [c for c in checks if not c["ok"]]
+    return [{"level": "tensor", "after": "golden", "verdict": "fail" if bad else "pass",
+             "max_abs_err": max((c["max_abs_err"] for c in checks), default=0.0),
+             "mismatches": sum(c["mismatches"] for c in checks)}]
 
 
 def _source_doc(doc: Document) -> Document:

@@ -108,8 +108,12 @@ def _own_options(fn, options: dict) -> dict:
         raise TypeError(f"jit() got unexpected keyword argument(s) "
                         f"{', '.join(sorted(unknown))} (pypto's own: {', '.join(OWN_OPTIONS)})")
     check_options(f"jit({getattr(fn, '__name__', '?')})",
-                  {g: options[g] for g in GROUPS if g in options}, loc)
-    return {k: v for k, v in options.items() if k in OWN_OPTIONS}
+                  {g: options[g] for g in GROUPS if g in options and g != "pass_options"}, loc)
+    own = {k: v for k, v in options.items() if k in OWN_OPTIONS}
+    if options.get("pass_options"):      # mapped onto pypto-lower's (frontend/passopts.py)
+        from .frontend.passopts import jit_options
+        own["pass_settings"] = jit_options(options["pass_options"], loc)
+    return own
 
 
 class Compiled:

@@ -50,7 +50,7 @@ def exists(group: str, name: str) -> bool:
             return _has(pypto, "Element")
         return _has(pypto, "Element") and name.removeprefix("Element-") in ("dtype", "value")
     if group == "others" and name == "frontend-function":
-        return False
+        return hasattr(pypto.frontend, "function")
     if group == "config" and name == "frontend-jit":
         return hasattr(pypto.frontend, "jit")
     return _has(pypto, name)

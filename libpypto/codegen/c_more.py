@@ -204,6 +204,67 @@ class MoreInstrs:
         self.depth -= 1
         self.emit("}")
 
+    def _bitonic_swap(self, v, i, a: str, b: str, vdt, n: int, desc: bool) -> None:
+        """Exchange elements a and b of tiles v (values) and i (positions) when b comes
+        before a."""
+        helper = "pp_before_f" if vdt.kind == "float" else "pp_before_i"
+        vn, inn = self.tile(v), self.tile(i)
+        self.emit(f"    if ({helper}({c._ld(vdt, f'{vn}[{b}]')}, {inn}[{b}], "
+                  f"{c._ld(vdt, f'{vn}[{a}]')}, {inn}[{a}], {n}, {int(desc)})) {{")
+        self.emit(f"        const {vdt.c_type} tv = {vn}[{a}]; {vn}[{a}] = {vn}[{b}]; "
+                  f"{vn}[{b}] = tv;")
+        self.emit(f"        const int32_t ti = {inn}[{a}]; {inn}[{a}] = {inn}[{b}]; "
+                  f"{inn}[{b}] = ti;")
+        self.emit("    }")
+
+    def _copy_tiles(self, pairs) -> None:
+        for d, s_ in pairs:
+            self.emit(f"memcpy({self.tile(d)}, {self.tile(s_)}, "
+                      f"{c._numel(d.type.shape) * d.type.dtype.itemsize});")
+
+    def i_tbitonic(self, op) -> None:
+        """Bitonic steps [block, distance, mirrored] inside each row of the tiles."""
+        dv, di, sv, si = op.operands
+        a = op.attrs
+        t = dv.type.shape[-1]
+        n = c._numel(dv.type.shape)
+        self._copy_tiles([(dv, sv), (di, si)])
+        for blk, dist, flip in a["steps"]:
+            u = self.fresh("u")
+            self.emit(f"for (int64_t {u} = 0; {u} < {n}; {u}++) {{")
+            if flip:
+                self.emit(f"    const int64_t j = {u} % {t} % {blk};")
+                self.emit(f"    if (j >= {blk // 2}) continue;")
+                partner = f"{u} - j + {blk - 1} - j"
+            else:
+                self.emit(f"    if ({u} % {t} & {dist}) continue;")
+                partner = f"{u} + {dist}"
+            self._bitonic_swap(dv, di, u, partner, dv.type.dtype, a["n"], a["descending"])
+            self.emit("}")
+
+    def i_tbitonic2(self, op) -> None:
+        """The compare-exchange of a low and a high tile (the high one reversed: mirror)."""
+        lv, li, hv, hi, slv, sli, shv, shi = op.operands
+        a = op.attrs
+        t = lv.type.shape[-1]
+        n = c._numel(lv.type.shape)
+        self._copy_tiles([(lv, slv), (li, sli), (hv, shv), (hi, shi)])
+        u = self.fresh("u")
+        p = f"{u} - {u} % {t} + {t - 1} - {u} % {t}" if a["mirror"] else u
+        vdt = lv.type.dtype
+        helper = "pp_before_f" if vdt.kind == "float" else "pp_before_i"
+        self.emit(f"for (int64_t {u} = 0; {u} < {n}; {u}++) {{")
+        self.emit(f"    const int64_t p = {p};")
+        self.emit(f"    if ({helper}({c._ld(vdt, f'{self.tile(hv)}[p]')}, {self.tile(hi)}[p], "
+                  f"{c._ld(vdt, f'{self.tile(lv)}[{u}]')}, {self.tile(li)}[{u}], {a['n']}, "
+                  f"{int(a['descending'])})) {{")
+        self.emit(f"        const {vdt.c_type} tv = {self.tile(lv)}[{u}]; {self.tile(lv)}[{u}] = "
+                  f"{self.tile(hv)}[p]; {self.tile(hv)}[p] = tv;")
+        self.emit(f"        const int32_t ti = {self.tile(li)}[{u}]; {self.tile(li)}[{u}] = "
+                  f"{self.tile(hi)}[p]; {self.tile(hi)}[p] = ti;")
+        self.emit("    }")
+        self.emit("}")
+
     def gm_index(self, gm, coords: list) -> str:
         """Flat element offset of coordinates in a GM tensor (strides from its shape)."""
         st = self.gm_strides(gm.type)

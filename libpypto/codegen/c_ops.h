@@ -124,3 +124,50 @@ static inline uint32_t pp_philox(uint64_t idx, uint32_t k0, uint32_t k1, uint32_
     }
     return c[idx & 3];
 }
+/* fp8 e4m3fn / e5m2 and E8M0 (the MX scale) as stored bytes and back: decoding is exact;
+   encoding rounds to nearest even through pp_fround (runtime/cast.py is the same in numpy):
+   e4m3fn has no infinity, so what would be +-inf is NaN (sign kept), as ml_dtypes has it;
+   an E8M0 byte is 2^(b - 127), 0xFF NaN, and is encoded from powers of two only */
+static inline float pp_fp8_f(uint8_t b, int mbits, int bias, int fn) {
+    int e = (b >> mbits) & ((1 << (7 - mbits)) - 1), m = b & ((1 << mbits) - 1);
+    float s = (b & 0x80) ? -1.0f : 1.0f;
+    if (fn ? (e == 15 && m == 7) : (e == 31)) return m || fn ? copysignf(NAN, s) : s * INFINITY;
+    if (e == 0) return s * ldexpf((float)m, 1 - bias - mbits);
+    return s * ldexpf((float)(m + (1 << mbits)), e - bias - mbits);
+}
+static inline float pp_e4m3_f(uint8_t b) { return pp_fp8_f(b, 3, 7, 1); }
+static inline float pp_e5m2_f(uint8_t b) { return pp_fp8_f(b, 2, 15, 0); }
+static inline float pp_e8m0_f(uint8_t b) { return b == 255 ? NAN : ldexpf(1.0f, b - 127); }
+static inline uint8_t pp_f_fp8(double x, int mbits, int bias, double big, int fn) {
+    uint8_t sign = signbit(x) ? 0x80 : 0;
+    double y = pp_fround(x, mbits + 1, 1 - bias, big, 0, 0);
+    if (y != y || (fn && isinf(y))) return sign | (fn ? 0x7F : 0x7E);
+    if (isinf(y)) return sign | 0x7C;
+    double a = fabs(y);
+    if (a < ldexp(1.0, 1 - bias)) return sign | (uint8_t)ldexp(a, bias - 1 + mbits);
+    int ex;
+    double f = frexp(a, &ex);               /* a = f 2^ex, f in [0.5, 1) */
+    int m = (int)ldexp(f * 2.0 - 1.0, mbits);
+    return sign | (uint8_t)(((ex - 1 + bias) << mbits) | m);
+}
+static inline uint8_t pp_f_e4m3(float x) { return pp_f_fp8(x, 3, 7, 448.0, 1); }
+static inline uint8_t pp_f_e5m2(float x) { return pp_f_fp8(x, 2, 15, 57344.0, 0); }
+static inline uint8_t pp_f_e8m0(float x) {
+    if (!(x > 0.0f) || isinf(x)) return 255;
+    int b = ilogbf(x) + 127;
+    return (uint8_t)(b < 0 ? 0 : b > 254 ? 254 : b);
+}
+/* does (va, ia) come before (vb, ib) in a long sort's bitonic network (runtime/interp.py
+   `before`): positions >= n are padding, after everything; NaN last ascending and first
+   descending; equal values in position order */
+#define PP_BEFORE(NAME, T, ISNAN)                                                            \
+static inline int NAME(T va, int64_t ia, T vb, int64_t ib, int64_t n, int desc) {            \
+    int pa = ia >= n, pb = ib >= n;                                                          \
+    if (pa | pb) return pa == pb ? ia < ib : pb;                                             \
+    int na = ISNAN(va), nb = ISNAN(vb);                                                      \
+    if (na | nb) return na == nb ? ia < ib : (desc ? na : nb);                               \
+    if (va != vb) return desc ? va > vb : va < vb;                                           \
+    return ia < ib;                                                                          \
+}
+PP_BEFORE(pp_before_f, float, PP_IS_NAN)
+PP_BEFORE(pp_before_i, int64_t, PP_NOT_NAN)

@@ -13,12 +13,17 @@ from ..ir import ops as O
 ACC_LANES = 16     # independent partial accumulators per reduced row: fixed order, vectorises
 
 
+_FP8 = {"f8e4m3": "e4m3", "f8e5m2": "e5m2", "e8m0": "e8m0"}   # c_ops.h pp_e4m3_f, pp_f_e4m3
+
+
 def _ld(dt, x: str) -> str:
     """A stored element as the compute type (float for floating dtypes, int64 for ints)."""
     if dt.name == "bf16":
         return f"pp_bf2f({x})"
     if dt.name == "f16":
         return f"pp_h2f({x})"
+    if dt.name in _FP8:
+        return f"pp_{_FP8[dt.name]}_f({x})"
     if dt.kind == "float":
         return x
     return f"(int64_t){x}"
@@ -30,6 +35,8 @@ def _st(dt, x: str, src_kind: str = "float") -> str:
         return f"pp_f2bf({x})"
     if dt.name == "f16":
         return f"pp_f2h({x})"
+    if dt.name in _FP8:
+        return f"pp_f_{_FP8[dt.name]}({x})"
     if dt.kind == "float":
         return f"(float)({x})"
     if dt.kind == "bool":
@@ -135,7 +142,8 @@ def _subst_ab(tmpl: str, env: dict) -> str:
 CAST_MODES = ("rint", "round", "floor", "ceil", "trunc", "odd")     # pp_rnd's numbering
 # binary float formats: mantissa bits (with the implicit one), minimum exponent, largest value
 _FLOAT_FMT = {"f32": (24, -126, "0x1.fffffep+127"), "f16": (11, -14, "65504.0"),
-              "bf16": (8, -126, "0x1.fep+127")}
+              "bf16": (8, -126, "0x1.fep+127"), "f8e4m3": (4, -6, "448.0"),
+              "f8e5m2": (3, -14, "57344.0")}
 
 
 def _int_range(dt) -> tuple[int, int]:

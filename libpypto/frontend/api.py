@@ -197,6 +197,9 @@ def scatter_update(input, dim: int, index, src):  # noqa: A002
     b = builder()
     if index.ndim != 2 or input.ndim not in (2, 4) or src.ndim != input.ndim:
         raise b.error("scatter_update takes a 2-D index and a 2-D or 4-D input and src")
+    if dim not in (-2, input.ndim - 2):
+        raise b.error(f"scatter_update: dim must be -2 (the reference's page: keep the "
+                      f"default), not {dim!r}")
     h = input.dim(input.ndim - 1)
     rows = E.mul(input.dim(0), input.dim(1)) if input.ndim == 4 else input.dim(0)
     n = E.mul(index.dim(0), index.dim(1))
@@ -226,11 +229,17 @@ class Element:
         return f"Element({self.dtype!r}, {self.value!r})"
 
 
-def from_torch(t, name: str = "", dynamic_axis=None, **_):
+def from_torch(t, name: str = "", dynamic_axis=None, **kwargs):
     """A CPU torch tensor (or any array) as the numpy array pypto kernels take: it shares
-    the memory, so a kernel's writes land in t. dynamic_axis is the reference's way of
-    marking DYNAMIC dims; pypto reads them from the annotation."""
+    the memory, so a kernel's writes land in t. name only names it (the reference's dumps);
+    dynamic_axis, the reference's way of marking DYNAMIC dims, and any other keyword warn:
+    pypto reads DYNAMIC dims from the kernel's annotation."""
     import numpy as np
+    from .tensor import unsupported
+    given = (["dynamic_axis"] if dynamic_axis is not None else []) + sorted(kwargs)
+    if given:
+        unsupported(f"from_torch({', '.join(k + '=' for k in given)})",
+                    "pypto takes DYNAMIC dims from the kernel's annotation")
     if hasattr(t, "detach"):
         t = t.detach()
     return np.asarray(t)

@@ -7,7 +7,8 @@ import inspect
 
 from ..ir import ops as O
 from ..ir.types import DTYPES
-from . import api, composites, numpy_guard, ops, quant, rng, shuffle, sorts
+from . import (api, composites, conv, int4, mm, mx, numpy_guard, ops, quant, rng, shuffle, sorts,
+               verify)
 from .enums import TileOpFormat
 from .tensor import SymScalar, TraceTensor, _b, fmt_shape, read_scalar, scalar_expr, slice_key
 
@@ -15,7 +16,7 @@ from .tensor import SymScalar, TraceTensor, _b, fmt_shape, read_scalar, scalar_e
 def _catalogue() -> dict:
     """Every public function the two modules define (the generated elementwise ones too)."""
     out = {}
-    for m in (ops, sorts, composites, api, shuffle, rng):            # later modules wrap earlier ones (api)
+    for m in (ops, mm, mx, conv, sorts, composites, api, shuffle, rng, verify, int4):            # later modules wrap earlier ones (api)
         for n, v in vars(m).items():
             if not n.startswith("_") and inspect.isfunction(v) and v.__module__ == m.__name__:
                 out[n] = v
@@ -29,7 +30,7 @@ CATALOGUE = _catalogue()       # pypto.<name> for every name here
 
 def api_matmul(a, b, out_dtype, *, a_trans=False, b_trans=False, c_matrix_nz=False,
                extend_params=None):
-    return ops.matmul(a, b, out_dtype, a_trans=a_trans, b_trans=b_trans,
+    return mm.matmul(a, b, out_dtype, a_trans=a_trans, b_trans=b_trans,
                       c_matrix_nz=c_matrix_nz, extend_params=extend_params)
 
 # tensor methods: x.exp(), x.sum(-1), x.reshape([...]), ...
@@ -37,8 +38,8 @@ METHODS = {n: getattr(ops, n) for n in list(O.UNARY) + list(O.BINARY) if hasattr
 METHODS.update({"abs": ops.abs_, "add": ops.add, "sub": ops.sub, "sum": ops.sum,
                 "prod": ops.prod, "amax": ops.amax, "amin": ops.amin, "mean": composites.mean,
                 "var": composites.var, "argmax": ops.argmax, "argmin": ops.argmin,
-                "cumsum": ops.cumsum, "cumprod": ops.cumprod, "cast": ops.cast,
-                "reshape": ops.reshape, "view": ops.view, "transpose": composites.transpose,
+                "cumsum": ops.cumsum, "cumprod": ops.cumprod, "cast": int4.cast,
+                "reshape": ops.reshape, "view": shuffle.view, "transpose": composites.transpose,
                 "permute": ops.permute, "unsqueeze": composites.unsqueeze,
                 "clone": composites.clone, "expand_clone": ops.expand_clone,
                 "softmax": composites.softmax, "silu": composites.silu, "gelu": composites.gelu,
@@ -46,8 +47,8 @@ METHODS.update({"abs": ops.abs_, "add": ops.add, "sub": ops.sub, "sum": ops.sum,
                 "index_select": ops.index_select, "scatter": ops.scatter,
                 "index_add": ops.index_add, "tril": ops.tril, "triu": ops.triu,
                 "clip": composites.clip, "where": lambda x, c, y: ops.where(c, x, y),
-                "round": composites.round, "max": ops.amax, "min": ops.amin, "to": ops.cast,
-                "astype": ops.cast, "move": api.move, "concat": composites.concat,
+                "round": composites.round, "max": ops.amax, "min": ops.amin, "to": int4.cast,
+                "astype": int4.cast, "move": api.move, "concat": composites.concat,
                 "matmul": api_matmul, "scatter_": api.scatter_, "scatter_update":
                 api.scatter_update, "tril_": api.tril_, "triu_": api.triu_,
                 "index_add_": api.index_add_, "axpy_": api.axpy_, "fill_": api.fill_,
@@ -163,9 +164,9 @@ def _matmul_operator(s, o):
     operand's dtype (fp16, bf16, fp32), int32 for int8; other dtypes are an error."""
     dt = getattr(o, "dtype", None)
     if dt is not None and dt.name in ("f16", "bf16", "f32"):
-        return ops.matmul(s, o, dt)
+        return mm.matmul(s, o, dt)
     if dt is not None and dt.name == "i8":
-        return ops.matmul(s, o, DTYPES["i32"])
+        return mm.matmul(s, o, DTYPES["i32"])
     raise _b().error(f"a @ b takes fp16, bf16, fp32 or int8 tensors (as the reference), not "
                      f"{dt if dt is not None else type(o).__name__}; use pypto.matmul(a, b, "
                      f"out_dtype)")

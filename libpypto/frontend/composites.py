@@ -156,9 +156,11 @@ def concat(tensors, dim: int = 0):
     return out
 
 
-def pad(x, pad, mode: str = "constant", value: float = 0.0):
-    """torch.nn.functional.pad, constant mode: pad = (last_lo, last_hi, prev_lo, prev_hi, ...)."""
+def pad(x, padding, mode: str = "constant", value: float = 0.0):
+    """torch.nn.functional.pad, constant mode: padding = (last_lo, last_hi, prev_lo, prev_hi,
+    ...)."""
     b = _b()
+    pad = padding
     if mode != "constant":
         raise b.error(f"pad: only mode='constant' is supported, not {mode!r}")
     if len(pad) % 2 or len(pad) // 2 > x.ndim:

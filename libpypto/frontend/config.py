@@ -4,10 +4,13 @@ naming everything it does not (never silently dropped).
 
 Honoured: vec_tile_shapes / cube_tile_shapes / matrix_size (as set_vec_tile_shapes,
 set_cube_tile_shapes, set_matrix_size), runtime_options run_mode (RunMode.NPU and .SIM both
-run on the host: the numbers are the same), new_ir (pypto has one IR). Everything else
-(device-runtime knobs such as stitch_function_max_num, pass knobs such as enable_slice or
-sg_set_scope, host, codegen, debug and verify options) is a warning naming the keys: those
-settings tune the reference's device compiler and runtime and change no value.
+run on the host: the numbers are the same), new_ir (pypto has one IR), and the pass knobs
+that map onto pypto-lower's pass options (vec/cube_nbuffer_setting, cube_l1_reuse_setting,
+ooo_sched_mode, auto_mix_partition, sg_set_scope; set_pass_config; frontend/passopts.py has
+the table). Everything else (device-runtime knobs such as stitch_function_max_num, pass knobs
+without a pypto pass such as enable_slice, host, codegen, debug and verify options) is a
+warning naming the keys: those settings tune the reference's device compiler and runtime and
+change no value.
 """
 from __future__ import annotations
 
@@ -15,12 +18,14 @@ import enum
 
 from ..errors import CompileError
 from ..ir.core import Loc
-from . import tensor
+from . import passopts, tensor
 from .tensor import _current
 
 GROUPS = ("host_options", "codegen_options", "pass_options", "runtime_options",
           "verify_options", "debug_options", "operation_options")
-HONOURED = {"runtime_options": {"run_mode"}}
+# runtime_options run_mode: both modes run on the host; verify_options enable_pass_verify:
+# pypto's pass verify is pypto-run --check-levels, where pass_verify_* probes act
+HONOURED = {"runtime_options": {"run_mode"}, "verify_options": {"enable_pass_verify"}}
 
 
 class RunMode(enum.IntEnum):
@@ -41,6 +46,9 @@ def check_options(where: str, groups: dict, loc: Loc | None = None) -> None:
         if not isinstance(value, dict):
             raise CompileError(f"{where}: {group} must be a dict, not {type(value).__name__}",
                                loc)
+        if group == "pass_options":
+            passopts.set_knobs(dict(value), loc)
+            continue
         rest = sorted(str(k) for k in value if k not in HONOURED.get(group, ()))
         if group == "runtime_options" and "run_mode" in value:
             _run_mode(value["run_mode"], where, loc)
@@ -71,18 +79,31 @@ class options:  # noqa: N801 -- the reference's name
     """`@pypto.options(...)` on a function or `with pypto.options(...):`: the options are
     checked (unimplemented ones warn) and the tile-shape ones applied while tracing."""
 
-    def __init__(self, name: str = "", vec_tile_shapes=None, cube_tile_shapes=None,
-                 conv_tile_shapes=None, matrix_size=None, **groups):
-        unknown = set(groups) - set(GROUPS)
-        if unknown:
-            raise TypeError(f"options() got unexpected keyword(s) {', '.join(sorted(unknown))}")
-        check_options("pypto.options", groups)
+    def __init__(self, name: str = "", codegen_options=None, host_options=None,
+                 pass_options=None, runtime_options=None, verify_options=None,
+                 operation_options=None, debug_options=None, vec_tile_shapes=None,
+                 cube_tile_shapes=None, conv_tile_shapes=None, matrix_size=None):
+        # the reference's parameters, in its order (a positional call means the same)
+        groups = {"codegen_options": codegen_options, "host_options": host_options,
+                  "pass_options": pass_options, "runtime_options": runtime_options,
+                  "verify_options": verify_options, "operation_options": operation_options,
+                  "debug_options": debug_options}
+        groups = {g: v for g, v in groups.items() if v is not None}
+        self.groups = groups
         self.vec, self.cube, self.matrix = vec_tile_shapes, cube_tile_shapes, matrix_size
-        if conv_tile_shapes is not None:
-            tensor.unsupported("options(conv_tile_shapes=)", "conv is not in pypto's catalogue",
-                              error=bool(_current))
+        self.saved = None
+        check_options("pypto.options", {g: v for g, v in groups.items() if g != "pass_options"})
+        if groups.get("pass_options"):       # checked now (warnings), recorded on entry
+            passopts.jit_options(groups["pass_options"], passopts.caller_loc())
+        if conv_tile_shapes is not None:      # recorded: conv picks its own tiles
+            set_conv_tile_shapes(*(conv_tile_shapes if isinstance(conv_tile_shapes,
+                                                                  (list, tuple)) else
+                                   [conv_tile_shapes]))
 
     def __enter__(self):
+        if self.groups.get("pass_options"):      # recorded where they apply: now
+            self.saved = passopts.snapshot()
+            check_options("pypto.options", self.groups, passopts.caller_loc())
         if _current:
             from . import ops
             if self.vec is not None:
@@ -94,6 +115,8 @@ class options:  # noqa: N801 -- the reference's name
         return self
 
     def __exit__(self, *exc):
+        if self.saved is not None and not _current:    # settings for later kernels end here
+            passopts.restore(self.saved)
         return False
 
     def __call__(self, fn):
@@ -106,16 +129,27 @@ class options:  # noqa: N801 -- the reference's name
         return wrapped
 
 
-def set_options(**groups) -> None:
-    """set_options(pass_options=..., runtime_options=..., vec_tile_shapes=..., ...)."""
-    options(**groups).__enter__()
+def set_options(codegen_options=None, host_options=None, pass_options=None,
+                runtime_options=None, verify_options=None, debug_options=None,
+                operation_options=None, vec_tile_shapes=None, cube_tile_shapes=None,
+                conv_tile_shapes=None, matrix_size=None) -> None:
+    """set_options(pass_options=..., runtime_options=..., vec_tile_shapes=..., ...), with
+    the reference's parameters in its order."""
+    options("", codegen_options, host_options, pass_options, runtime_options, verify_options,
+            operation_options, debug_options, vec_tile_shapes, cube_tile_shapes,
+            conv_tile_shapes, matrix_size).__enter__()
 
 
 def set_pass_options(**kv) -> None:
-    """The reference's pass knobs (sg_set_scope, vec_nbuffer_setting, ...): a warning naming
-    them (pypto-lower's own pass options are given on its command line)."""
-    check_options("set_pass_options", {"pass_options": kv})
-    _SET["pass_options"].update(kv)
+    """The reference's pass knobs, mapped onto pypto-lower pass options (nbuffer, l1-reuse,
+    ooo-schedule, mix-fuse; sg_set_scope scopes the ops traced after it for fuse) and
+    recorded in the traced document; the rest warn naming them (frontend/passopts.py)."""
+    unknown = sorted(set(kv) - set(passopts.KNOBS))
+    if unknown:
+        raise TypeError(f"set_pass_options() got unexpected keyword(s) {', '.join(unknown)} "
+                        f"(the reference's: {', '.join(passopts.KNOBS)})")
+    passopts.set_knobs(kv, passopts.caller_loc())
+    _SET["pass_options"].update({k: v for k, v in kv.items() if v is not None})
 
 
 def _setter(group: str):
@@ -144,35 +178,42 @@ get_debug_options = _getter("debug_options")
 
 
 def reset_options() -> None:
-    """Forget every option set with set_*_options."""
+    """Forget every option set with set_*_options (the pass settings for later kernels too)."""
     for g in _SET.values():
         g.clear()
+    passopts.reset()
 
 
-def set_conv_tile_shapes(*_a, **_k) -> None:
-    """conv is not in pypto's catalogue: an error."""
-    raise CompileError("set_conv_tile_shapes: conv is not implemented by pypto")
+def set_conv_tile_shapes(tile_l1_info=None, tile_l0_info=None) -> None:
+    """The reference's conv tiles: recorded; pypto's conv picks its tiles (frontend/conv.py)."""
+    from .conv import set_conv_tile_shapes as record
+    record(tile_l1_info, tile_l0_info)
 
 
 def get_conv_tile_shapes():
-    return None
+    from .conv import get_conv_tile_shapes as recorded
+    return recorded()
 
 
 def set_pass_default_config(key, value) -> None:
-    _warn(f"set_pass_default_config({key!r})",
-          "pypto-lower's passes take their options on its command line")
+    """set_pass_default_config(PassConfigKey.KEY_DUMP_GRAPH, True): pypto-lower prints the IR
+    after every pass (--print-after-all) for the kernels traced after it."""
+    passopts.set_default_config(key, value)
 
 
 def get_pass_default_config(key, default_value=False):
-    return default_value
+    """KEY_DUMP_GRAPH: whether set_pass_default_config asked for every pass's result."""
+    return passopts.get_default_config(key, default_value)
 
 
 def get_pass_config(strategy, identifier, key, default_value=False):
-    return default_value
+    """The value set_pass_config (or a mapped knob) gave this pass option, else default."""
+    return passopts.get_configs(identifier).get(key, default_value)
 
 
 def get_pass_configs(strategy, identifier) -> dict:
-    return {}
+    """Every option set for the pass so far (option name -> value)."""
+    return passopts.get_configs(identifier)
 
 
 set_host_options = _setter("host_options")
@@ -183,9 +224,12 @@ set_debug_options = _setter("debug_options")
 
 
 def set_pass_config(strategy: str, identifier: str, key, value) -> None:
-    """The reference's per-pass switches: a warning naming the pass and key."""
-    _warn(f"set_pass_config({strategy!r}, {identifier!r}, {key!r})",
-          "pypto-lower's passes take their options on its command line (-p 'pass{k=v}')")
+    """A pass option for pypto-lower: identifier is a pypto pass (fuse, tensor-to-tile, ...)
+    or the reference's name of one (GraphPartition, NBufferMerge, ...), key an option of it
+    (`set_pass_config("", "fuse", "enable", False)` is fuse{enable=false}) or
+    PassConfigKey.KEY_DUMP_GRAPH (print its result: --print-after); strategy is not used
+    (pypto has one pipeline). Anything else warns naming it."""
+    passopts.set_config(strategy, identifier, key, value, passopts.caller_loc())
 
 
 def set_semantic_label(label: str) -> None:

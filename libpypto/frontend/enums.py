@@ -99,9 +99,8 @@ class OutType(enum.Enum):
 
 # the reference's DataType members pypto does not have, with what they are
 UNSUPPORTED_DTYPES = {
-    "DT_INT4": "packed 4-bit integers", "DT_FP8": "8-bit float (generic)",
-    "DT_HF4": "hifloat4", "DT_HF8": "hifloat8", "DT_FP8E4M3": "fp8 e4m3",
-    "DT_FP8E5M2": "fp8 e5m2", "DT_FP8E8M0": "fp8 e8m0 (MX scale)",
+    "DT_FP8": "8-bit float (generic; use DT_FP8E4M3 or "
+    "DT_FP8E5M2)", "DT_HF4": "hifloat4", "DT_HF8": "hifloat8",
     "DT_FP4_E2M1": "fp4 e2m1", "DT_FP4_E2M1X2": "packed fp4 e2m1", "DT_FP4_E1M2": "fp4 e1m2",
     "DT_FP4_E1M2X2": "packed fp4 e1m2", "DT_DOUBLE": "float64", "DT_BOTTOM": "no type"}
 
@@ -125,14 +124,20 @@ class _DataTypeMeta(type):
 
 
 class DataType(metaclass=_DataTypeMeta):
-    """pypto.DataType.DT_FP32 is pypto.DT_FP32: the dtypes pypto has (ir/types.py); the
-    reference's others (fp8, fp4, int4, hifloat, double) are a clear error when named."""
+    """pypto.DataType.DT_FP32 is pypto.DT_FP32: the dtypes pypto has (ir/types.py; the fp8
+    ones DT_FP8E4M3 (also DT_FP8E4M3FN), DT_FP8E5M2 and DT_FP8E8M0 hold values that are cast,
+    moved and multiplied, not computed on); the reference's others (fp4, int4, hifloat,
+    double) are a clear error when named."""
 
 
 def _install_dtypes() -> None:
-    from ..ir.types import DTYPES
+    from ..ir.types import API_ALIASES, DTYPES
     for d in DTYPES.values():
         setattr(DataType, d.api, d)
+    for alias, name in API_ALIASES.items():
+        setattr(DataType, alias, DTYPES[name])
+    from ..ir.types import INT4
+    DataType.DT_INT4 = INT4                     # packed, frontend/int4.py
 
 
 _install_dtypes()

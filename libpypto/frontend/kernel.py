@@ -16,6 +16,7 @@ from ..ir import expr as E
 from ..ir.core import Document, Loc, Op, Value
 from ..ir.types import TensorType
 from . import catalogue  # noqa: F401 -- installs the traced tensors' operators and methods
+from . import int4, passopts
 from .tensor import (MAX_PATHS, STATIC, TensorSpec, TraceTensor, _Builder, _current, _PKG_DIR,
                      new_trace)
 
@@ -86,11 +87,13 @@ def trace_kernel(k: Kernel, consts: dict, static: dict, target=None) -> Document
     op_file = os.path.basename(inspect.getsourcefile(k.fn) or "<unknown>")
     const_vals = _bind_consts(k, consts)
     static = _complete_static(k, op_file, const_vals, static, machine)
+    before = _settings_before(k)
     decisions: list = []
     merged, first = None, None
     npaths = 0
     while True:
-        b = _trace_path(k, op_file, const_vals, static, list(decisions), machine)
+        b = _trace_path(k, op_file, const_vals, static, list(decisions), machine,
+                        scope=before["scope"])
         npaths += 1
         if first is None:
             first, merged = b, b.regions[0]
@@ -98,6 +101,8 @@ def trace_kernel(k: Kernel, consts: dict, static: dict, target=None) -> Document
             _merge_region(merged, b.regions[0], {})
             first.written |= b.written
             first.constraints += [c for c in b.constraints if c not in first.constraints]
+            first.pass_options += [e for e in b.pass_options if e not in first.pass_options]
+            first.print_after += [p for p in b.print_after if p not in first.print_after]
             first.subst.update(b.subst)
         d = list(b.decisions)
         while d and d[-1] is False:
@@ -121,7 +126,8 @@ def trace_kernel(k: Kernel, consts: dict, static: dict, target=None) -> Document
     doc.attrs = {"kernel": k.name, "file": op_file,
                  "params": [n for n, _ in k.tensor_params],
                  "symbols": b.symbols, "constraints": b.constraints,
-                 "consts": {n: v for n, v in const_vals.items() if _is_plain(v)}}
+                 "consts": {n: v for n, v in const_vals.items() if _is_plain(v)},
+                 **passopts.module_attrs(before, b)}
     if target is not None:
         doc.attrs["target"] = target.record()
     lines = source_lines(doc, inspect.getsourcefile(k.fn))
@@ -171,9 +177,22 @@ def _complete_static(k: Kernel, op_file: str, const_vals: dict, static: dict, ta
     return found
 
 
+def _settings_before(k: Kernel) -> dict:
+    """The pass settings in force when k starts to trace: those made outside any kernel,
+    then the jit's pass_options= (frontend/passopts.py)."""
+    out = passopts.snapshot()
+    own = k.options.get("pass_settings")
+    if own:
+        out = {"entries": out["entries"] + own["entries"],
+               "print_after": out["print_after"] + own["print_after"],
+               "scope": own["scope"] if own["scope"] is not None else out["scope"]}
+    return out
+
+
 def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisions: list,
-                target, open_static: bool = False):
+                target, open_static: bool = False, scope=None):
     b = _Builder(op_file, decisions, target)
+    b.scope = scope
     args, symbols = [], {}
     lines = _param_lines(k.fn)
     for idx, (pname, spec) in enumerate(k.tensor_params):
@@ -199,9 +218,13 @@ def _trace_path(k: Kernel, op_file: str, const_vals: dict, static: dict, decisio
             kind = "named" if isinstance(d, str) else "dynamic"
             symbols.setdefault(sname, {"kind": kind, "dims": []})["dims"].append([pname, axis])
             shape.append(E.sym(sname))
-        v = Value(TensorType(spec.dtype, tuple(shape)), pname)
-        b.regions[0].append(Op("param", [], [v], {"index": idx}, [], Loc(op_file, lines[pname])))
-        args.append(TraceTensor(v, memory=pname, is_param=True))
+        ploc = Loc(op_file, lines[pname])
+        packed = spec.dtype is int4.INT4              # its bytes (frontend/int4.py)
+        v = Value(int4._param(pname, shape, ploc) if packed else
+                  TensorType(spec.dtype, tuple(shape)), pname)
+        b.regions[0].append(Op("param", [], [v], {"index": idx}, [], ploc))
+        t = TraceTensor(v, memory=pname, is_param=True)
+        args.append(int4.Int4Tensor(t) if packed else t)
     b.symbols = symbols
     _current.append(b)
     try:

@@ -10,8 +10,7 @@ import math
 from ..ir import expr as E
 from ..ir import ops as O
 from ..ir.tensor_ops import INDEX, aligned_problem
-from ..ir.types import BOOL, DTYPES, F32, I64, DType, TensorType
-from . import splitk
+from ..ir.types import BOOL, DTYPES, F32, I64, STORAGE_ONLY, DType, TensorType
 from .enums import CastMode, SaturationMode, member
 from .tensor import SymScalar, TraceTensor, builder, fmt_shape, scalar_expr, unsupported
 
@@ -22,6 +21,9 @@ _b = builder
 
 def _tensor(x, b, what: str) -> TraceTensor:
     if not isinstance(x, TraceTensor):
+        if type(x).__name__ == "Int4Tensor":
+            raise b.error(f"{what} does not take DT_INT4 tensors: they take cast (to a float "
+                          f"dtype), view and assemble (frontend/int4.py)")
         raise b.error(f"{what} expects a tensor, got {type(x).__name__}")
     stack = b.loops
     if x.scope and tuple(stack[:len(x.scope)]) != x.scope:
@@ -99,6 +101,9 @@ def _ew(name: str, *args, strict: bool = True) -> TraceTensor:
     """An elementwise catalogue op on tensors (one operand of a binary op may be a scalar)."""
     b = _b()
     d = O.ELEMENTWISE[name]
+    for a in args:
+        if type(a).__name__ == "Int4Tensor":
+            _tensor(a, b, name)                   # the error saying what int4 takes
     tensors = [a for a in args if isinstance(a, TraceTensor)]
     if not tensors:
         raise b.error(f"{name} needs at least one tensor operand")
@@ -129,12 +134,22 @@ def _ew(name: str, *args, strict: bool = True) -> TraceTensor:
     dt = data[0].dtype
     if dt.kind not in d.kinds:
         raise b.error(f"{name} takes {' or '.join(d.kinds)} tensors, not {dt}")
+    if name != "copy":
+        _arith(b, dt, name)
     shape = _broadcast(b, [t.type.shape for t in tensors], name)
     out_dt = BOOL if d.out == "bool" else dt
     attrs["tile"] = _tile(b, len(shape), dt, shape, name, strict)
     op = b.emit(name, [t.value for t in tensors], [TensorType(out_dt, _norm_shape(b, shape))], attrs)
     valid = next((t.valid for t in tensors if t.valid is not None and t.ndim == len(shape)), None)
     return _result(op, valid)
+
+
+def _arith(b, dt: DType, what: str) -> None:
+    """fp8 and E8M0 tensors hold values only (as in the reference): no arithmetic on them."""
+    if dt.name in STORAGE_ONLY:
+        raise b.error(f"{what} does not take {dt.api} tensors: fp8 and E8M0 values are cast "
+                      f"(pypto.cast(x, pypto.DT_FP32)), moved, and multiplied by matmul and "
+                      f"scaled_mm, not computed on")
 
 
 def _dims(b, x: TraceTensor, dim, what: str) -> list:
@@ -150,6 +165,7 @@ def _dims(b, x: TraceTensor, dim, what: str) -> list:
 def _reduce(name: str, x, dim, keepdim: bool, out_dtype: DType | None = None) -> TraceTensor:
     b = _b()
     x = _tensor(x, b, name)
+    _arith(b, x.dtype, name)
     dims = _dims(b, x, dim, name)
     if not keepdim and len(dims) == x.ndim:
         raise b.error(f"{name} over every dim without keepdim gives a rank-0 tensor, which pypto "
@@ -240,9 +256,10 @@ def sub(a, b, alpha=1):
     return _ew("sub", a, b if alpha == 1 else mul(b, alpha))
 
 
-def where(condition, x, y):
-    """Select x where condition is true, else y (scalars broadcast)."""
+def where(condition, input, other):  # noqa: A002 -- the reference's names
+    """Select input where condition is true, else other (scalars broadcast)."""
     b = _b()
+    x, y = input, other
     if not isinstance(condition, TraceTensor):
         raise b.error("where: the condition must be a tensor")
     if not isinstance(x, TraceTensor) and not isinstance(y, TraceTensor):
@@ -292,6 +309,7 @@ def argmin(x, dim=None, keepdim: bool = False):
 def _scan(name: str, x, dim: int):
     b = _b()
     x = _tensor(x, b, name)
+    _arith(b, x.dtype, name)
     d = _dims(b, x, dim, name)[0]
     tile = _tile(b, x.ndim, x.dtype, x.type.shape, name)
     op = b.emit(name, [x.value], [TensorType(x.dtype, _norm_shape(b, x.type.shape))],
@@ -307,104 +325,7 @@ def cumprod(x, dim: int):
     return _scan("cumprod", x, dim)
 
 
-# -- matmul and cast ------------------------------------------------------------------------
-
-def _cube_fits(b, dt: DType, out_dt: DType) -> None:
-    """The reference's L0/L1 capacity rule (fractals of 16), against the target traced for."""
-    (mL0, mL1), (kL0, kL1), (nL0, nL1) = b.cube_tile
-    size = dt.itemsize
-    cap = b.target.buffer
-
-    def up(v):
-        return -(-v // 16) * 16
-    checks = [("L0A", up(mL0) * up(kL0) * size, cap("l0a"), f"m L0 {mL0} x k L0 {kL0}"),
-              ("L0B", up(kL0) * up(nL0) * size, cap("l0b"), f"k L0 {kL0} x n L0 {nL0}"),
-              ("L0C", up(mL0) * up(nL0) * 4, cap("l0c"), f"m L0 {mL0} x n L0 {nL0} (fp32)"),
-              ("L1", (mL1 * kL1 + kL1 * nL1) * size, cap("l1"), f"A {mL1}x{kL1} + B {kL1}x{nL1}")]
-    for buf, need, have, what in checks:
-        if need > have:
-            raise b.error(f"cube tiles do not fit target {b.target.name}: {what} needs "
-                          f"{need // 1024} KiB of {buf}, which holds {have // 1024} KiB; use "
-                          f"smaller set_cube_tile_shapes")
-    for name, v in (("m", mL0), ("k", kL0), ("n", nL0)):
-        if v * size % 32 and v > 1:
-            raise b.error(f"cube tile {name} L0 size {v} is not 32-byte aligned for {dt}")
-
-
-def matmul(a, b_, out_dtype: DType, a_trans: bool = False, b_trans: bool = False,
-           bias=None, extend_params: dict | None = None, c_matrix_nz: bool = False):
-    """a @ b for 2-D to 4-D operands with batch broadcasting; fp32 (int32) accumulation,
-    optional transposes and a bias row added before the cast to out_dtype. c_matrix_nz (the
-    reference's NZ output layout) is warned about: pypto writes ND."""
-    b = _b()
-    if c_matrix_nz:
-        unsupported("matmul(c_matrix_nz=True)", "pypto writes the result ND (row-major)")
-    a = _tensor(a, b, "matmul")
-    b_ = _tensor(b_, b, "matmul")
-    if extend_params:
-        unknown = set(extend_params) - {"bias_tensor"}
-        if unknown:
-            raise b.error(f"matmul: extend_params {sorted(unknown)} are not supported "
-                          f"(supported: bias_tensor)")
-        bias = extend_params.get("bias_tensor", bias)
-    if not (2 <= a.ndim <= 4 and 2 <= b_.ndim <= 4):
-        raise b.error(f"matmul takes 2-D to 4-D operands, got ranks {a.ndim} and {b_.ndim}")
-    if a.dtype != b_.dtype:
-        raise b.error(f"matmul: operand dtypes differ ({a.dtype} vs {b_.dtype}); cast one")
-    if not isinstance(out_dtype, DType):
-        raise b.error(f"matmul: out_dtype must be a pypto dtype, got {out_dtype!r}")
-    if b.cube_tile is None:
-        raise b.error("matmul needs cube tile shapes: call pypto.set_cube_tile_shapes(m, k, n) "
-                      "before it")
-    _cube_fits(b, a.dtype, out_dtype)
-    sa, sb = list(a.type.shape), list(b_.type.shape)
-    m, k = (sa[-1], sa[-2]) if a_trans else (sa[-2], sa[-1])
-    k2, n = (sb[-1], sb[-2]) if b_trans else (sb[-2], sb[-1])
-    b.same(k, k2, f"matmul: inner dims differ ({fmt_shape(sa)}{'^T' if a_trans else ''} @ "
-                  f"{fmt_shape(sb)}{'^T' if b_trans else ''})")
-    batch = _broadcast(b, [sa[:-2], sb[:-2]], "matmul batch dims") if \
-        (len(sa) > 2 or len(sb) > 2) else []
-    acc = DTYPES["i32"] if a.dtype.kind == "int" else F32
-    cuts = splitk.parts(b, m, k, n) if b.split_k else []
-    if cuts:                       # partial products over K ranges, added in order, then cast
-        b.split_k = False
-        try:
-            out = None
-            for k0, k1 in cuts:
-                part = matmul(_k_slice(a, k0, k1, -2 if a_trans else -1),
-                              _k_slice(b_, k0, k1, -1 if b_trans else -2), acc,
-                              a_trans, b_trans)
-                out = part if out is None else _ew("add", out, part, strict=False)
-        finally:
-            b.split_k = True
-        return _matmul_tail(b, out, bias, acc, out_dtype)
-    mm_dtype = out_dtype if bias is None else acc
-    op = b.emit("matmul", [a.value, b_.value],
-                [TensorType(mm_dtype, _norm_shape(b, batch + [m, n]))],
-                {"out_dtype": mm_dtype.name, "a_trans": bool(a_trans), "b_trans": bool(b_trans),
-                 "cube": [list(t) for t in b.cube_tile]})
-    return _matmul_tail(b, _result(op), bias, acc, out_dtype)
-
-
-def _k_slice(t, k0: int, k1: int, k_axis: int):
-    """The view of matmul operand t over K [k0, k1) (k_axis: -1 or -2), for split-K."""
-    shape = [s if isinstance(s, int) else SymScalar(s) for s in t.type.shape]
-    offs = [0] * len(shape)
-    shape[k_axis], offs[k_axis] = k1 - k0, k0
-    return view(t, shape, offs)
-
-
-def _matmul_tail(b, out, bias, acc, out_dtype):
-    """The bias row added to the acc-dtype product, then the cast to out_dtype."""
-    if bias is not None:
-        bias = _tensor(bias, b, "matmul bias")
-        if bias.dtype != acc:
-            bias = cast(bias, acc, strict=False)
-        out = _ew("add", out, bias, strict=False)
-    if out.dtype != out_dtype:
-        out = cast(out, out_dtype, strict=False)
-    return out
-
+# -- cast ------------------------------------------------------------------------------------
 
 def _cast_mode(b, x, dtype: DType, mode, satmode) -> tuple:
     """(IR mode, sat) of a cast; CAST_ODD off fp32 -> fp16 falls back to the default as in
@@ -433,6 +354,10 @@ def cast(x, dtype: DType, mode=None, satmode=None, strict: bool = True):
     m, sat = _cast_mode(b, x, dtype, mode, satmode)
     if dtype == x.dtype and (m is None or not dtype.is_float):
         return x
+    if dtype.name == "e8m0" or (dtype == x.dtype and dtype.name in STORAGE_ONLY):
+        raise b.error(f"cast to {dtype.api} is not defined (the reference has none; "
+                      f"quant_mx makes E8M0 scales)" if dtype.name == "e8m0" else
+                      f"cast: {dtype.api} to itself with a rounding mode is not defined")
     if m is None:
         m = "trunc" if x.dtype.is_float and dtype.kind == "int" else "rint"
     small = x.dtype if x.dtype.itemsize <= dtype.itemsize else dtype
@@ -495,9 +420,16 @@ def view(t, shape, offsets, valid_shape=None):
     return TraceTensor(op.result, valid=valid, base=base, base_offsets=base_offs)
 
 
-def assemble(src, offsets, dst, parallel: bool = False) -> None:
-    """Write src into dst (a parameter, a local tensor, or a view of one) at offsets."""
+def assemble(src, offsets, dst=None, parallel: bool = False) -> None:
+    """Write src into dst (a parameter, a local tensor, or a view of one) at offsets; or,
+    as the reference's second form, assemble([(src, offsets), ...], dst). parallel=True (the
+    reference may write non-overlapping regions in parallel) changes no value: pypto orders
+    writes by their dependences."""
     b = _b()
+    if isinstance(src, (list, tuple)) and isinstance(offsets, TraceTensor):
+        for s_, o in src:                      # assemble([(src, offsets), ...], dst)
+            assemble(s_, o, offsets)
+        return None
     src = _tensor(src, b, "assemble")
     offsets = [_dim_arg(o, b, "assemble offset") for o in offsets]
     if not isinstance(dst, TraceTensor) or (dst.memory is None and dst.base is None):
@@ -596,8 +528,12 @@ def _count_checked(b, t, dims: list, prod_, total) -> tuple:
     return dims, total
 
 
-def permute(t, perm):
+def permute(t, dims=None, perm=None):
+    """The dims of t in the order dims (the reference's name; perm= as pypto spelt it)."""
     b = _b()
+    perm = dims if dims is not None else perm
+    if perm is None:
+        raise b.error("permute needs dims")
     t = _tensor(t, b, "permute")
     perm = [p % t.ndim for p in perm]
     if sorted(perm) != list(range(t.ndim)):

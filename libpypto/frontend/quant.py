@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from ..ir.types import BF16, F32, DType
 from .enums import CastMode, SaturationMode
-from .ops import _b, _tensor, add, amax, cast, exp, matmul, maximum, mul, permute, reshape, sub, \
-    sum
+from .mm import matmul
+from .paged import gather_in_l1, gather_in_ub
+from .ops import _b, _tensor, add, amax, cast, exp, maximum, mul, permute, reshape, sub, sum
 
 
 def _along(b, x, t, axis: int, what: str):
@@ -125,6 +126,8 @@ _OPERATION_OPTIONS: dict = {}
 class _Experimental:
     """`pypto.experimental`: the reference's experimental namespace, as far as it exists."""
 
+    gather_in_l1 = staticmethod(gather_in_l1)
+    gather_in_ub = staticmethod(gather_in_ub)
     online_softmax = staticmethod(online_softmax)
     online_softmax_update = staticmethod(online_softmax_update)
     transposed_batchmatmul = staticmethod(transposed_batchmatmul)
@@ -132,9 +135,10 @@ class _Experimental:
     get_operation_options = staticmethod(get_operation_options)
 
     def __getattr__(self, name: str):
-        raise AttributeError(f"pypto.experimental has no {name!r} (pypto has: online_softmax, "
-                             f"online_softmax_update, transposed_batchmatmul, "
-                             f"set_operation_options, get_operation_options)")
+        raise AttributeError(f"pypto.experimental has no {name!r} (pypto has: gather_in_l1, "
+                             f"gather_in_ub, online_softmax, online_softmax_update, "
+                             f"transposed_batchmatmul, set_operation_options, "
+                             f"get_operation_options)")
 
 
 experimental = _Experimental()

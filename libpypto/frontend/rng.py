@@ -24,9 +24,9 @@ Choices, from the pages and the reference's code (`python/pypto/op/random.py`):
 - dtype fp32, fp16 or bf16; shape 1 to 4 static dims.
 - the pages' tiling limits (view shape = shape, the tile's last dim a multiple of 4, for
   normal one tile for everything) are the device's; pypto tiles with the vec tile in force
-  and gets the same numbers for any tile. One exception: normal of a shape whose last dim is
-  odd has pairs that straddle rows, and is made in one tile of the whole tensor (as the
-  reference makes every normal): an error past the target's UB.
+  and gets the same numbers for any tile. normal of a shape whose last dim is odd has pairs
+  that straddle rows: it is made as one stream of pairs (tiles of pairs), reshaped to the
+  shape (tensor-to-tile copies a big reshape by blocks, passes/reshape_rows.py).
 """
 from __future__ import annotations
 
@@ -80,14 +80,8 @@ def normal(shape, key, counter, alg, dtype):
     if shape[-1] % 2 == 0:          # pairs along each row: the same stream, tiled by rows
         pairs = list(shape[:-1]) + [shape[-1] // 2, 2]
         inner = list(user_tile[:-1]) + [max(1, min(pairs[-2], user_tile[-1] // 2)), 2]
-    else:                           # one stream of n rounded up to even, one tile
+    else:                           # one stream of n rounded up to even, in tiles of pairs
         pairs = [(n + 1) // 2, 2]
-        need, have = 2 * pairs[0] * 2 * 4, b.target.buffer("ub")
-        if need > have:
-            raise b.error(f"normal: a shape with an odd last dim ({shape[-1]}) is made as one "
-                          f"tile of the whole tensor (as the reference makes every shape), "
-                          f"which needs {need // 1024} KiB of UB; target {b.target.name} "
-                          f"holds {have // 1024} KiB: use an even last dim")
         inner = [max(1, min(pairs[0], math.prod(user_tile) // 2)), 2]
     saved, b.vec_tile = b.vec_tile, inner
     try:

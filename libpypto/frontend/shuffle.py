@@ -30,8 +30,9 @@ pack(self) / unpack(self, dstDataType) -- the reference's pages: pack flattens s
 bytes as dstDataType (n / itemsize elements; n must divide). Bytes are the host's
 little-endian order, as the pages' example (0x03040506 packs to 6 5 4 3). The pages' dtypes
 (bf16, fp16, fp32, int8/16/32/64, uint8/16/32/64); static sizes. These need one primitive,
-`bitcast` (tile instruction `tbitcast`, a byte copy); pack of a rank > 1 tensor reshapes it
-to 1-D first, which moves the whole tensor as one tile.
+`bitcast` (tile instruction `tbitcast`, a byte copy of each row's tile); pack of a rank > 1
+tensor bitcasts its rows and reshapes the bytes to 1-D (tensor-to-tile copies a reshape by
+blocks that fit an eighth of UB, so any size tiles).
 
 index_put_(input, indices, values, accumulate=False) -- the reference's page: indices is a
 tuple of k 1-D integer tensors of one length t (k <= input's rank), values has shape
@@ -53,10 +54,12 @@ import math
 
 from ..ir import expr as E
 from ..ir.types import DTYPES, I64, DType, TensorType
+from . import int4
 from .api import move
 from .composites import clone, concat, unsqueeze
 from .ops import (_b, _result, _tensor, add, cast, expand_clone, index_add, mul, remainder, reshape,
-                  scatter, view)
+                  scatter)
+from .ops import view as _view
 from .tensor import SymScalar
 
 U8 = DTYPES["u8"]
@@ -92,7 +95,7 @@ def interleave(input, other):  # noqa: A002 -- the reference's names
     lead, n = list(x.type.shape[:-1]), x.type.shape[-1]
     s = reshape(concat([unsqueeze(x, x.ndim), unsqueeze(y, y.ndim)], -1), lead + [2 * n])
     zero = [0] * len(lead)
-    return view(s, lead + [n], zero + [0]), view(s, lead + [n], zero + [n])
+    return _view(s, lead + [n], zero + [0]), _view(s, lead + [n], zero + [n])
 
 
 def deinterleave(input, other=None):  # noqa: A002
@@ -103,7 +106,7 @@ def deinterleave(input, other=None):  # noqa: A002
     lead, n = list(s.type.shape[:-1]), s.type.shape[-1] // 2
     pairs = reshape(s, lead + [n, 2])
     zero = [0] * (len(lead) + 1)
-    return tuple(reshape(view(pairs, lead + [n, 1], zero + [j]), lead + [n]) for j in (0, 1))
+    return tuple(reshape(_view(pairs, lead + [n, 1], zero + [j]), lead + [n]) for j in (0, 1))
 
 
 # gathermask's pattern modes: (group size, position kept in each group)
@@ -133,7 +136,7 @@ def gathermask(self, pattern_mode: int):
                       f"is a multiple of {k}, not {E.to_str(n)}")
     lead = list(x.type.shape[:-1])
     groups = reshape(x, lead + [n // k, k])
-    return reshape(view(groups, lead + [n // k, 1], [0] * (len(lead) + 1) + [j]),
+    return reshape(_view(groups, lead + [n // k, 1], [0] * (len(lead) + 1) + [j]),
                    lead + [n // k])
 
 
@@ -141,22 +144,57 @@ PACK_DTYPES = ("bf16", "f16", "f32", "i64", "u64", "i32", "u32", "i16", "u16", "
 
 
 def _bitcast(b, x, dtype: DType, what: str):
-    """x (1-D, static) as dtype: a primitive (tensor op `bitcast`). As the reference's
-    pages, the vec tile's last size splits the source; it is rounded up to whole elements of
-    both dtypes."""
+    """x's rows (last dim, static) as dtype: a primitive (tensor op `bitcast`). As the
+    reference's pages, the vec tile's last size splits the source; it is rounded up to whole
+    elements of both dtypes; the other dims take the vec tile's (trailing) sizes."""
     si, so = x.dtype.itemsize, dtype.itemsize
-    n = x.type.shape[0] * si // so
+    n = x.type.shape[-1] * si // so
     if b.vec_tile is None:
         raise b.error(f"{what}: no vector tile shape in force; call "
                       f"pypto.set_vec_tile_shapes(...) before this op")
     unit = so // math.gcd(si, so)                   # source elements per whole output one
     t = min(n, -(-b.vec_tile[-1] // unit) * unit * si // so)
-    op = b.emit("bitcast", [x.value], [TensorType(dtype, (n,))], {"tile": [t]})
+    lead = ([1] * x.ndim + list(b.vec_tile[:-1]))[-x.ndim:-1] if x.ndim > 1 else []
+    lead = [min(c, d) if isinstance(d, int) else c for c, d in zip(lead, x.type.shape)]
+    op = b.emit("bitcast", [x.value], [TensorType(dtype, tuple(x.type.shape[:-1]) + (n,))],
+                {"tile": lead + [t]})
     return _result(op)
 
 
+def view(input, shape=None, offsets=None, valid_shape=None, *, dtype=None):  # noqa: A002
+    """A sub-tensor (ops.view; shape and offsets default to the whole tensor), and the
+    reference's dtype=: the view's bytes read as dtype, each row's (a bitcast: the last dim
+    scales by the itemsizes; a static last dim; the page's example views fp32 [2, 2] as int8
+    [2, 8])."""
+    b = _b()
+    if isinstance(input, int4.Int4Tensor) and dtype is None:
+        return int4._view(input, input.shape if shape is None else shape,
+                          [0] * input.ndim if offsets is None else offsets, valid_shape)
+    x = _tensor(input, b, "view")
+    whole = [d if isinstance(d, int) else SymScalar(d) for d in x.type.shape]
+    v = x if shape is None and offsets is None and valid_shape is None else \
+        _view(x, whole if shape is None else shape, [0] * x.ndim if offsets is None else offsets,
+              valid_shape)
+    if dtype is None or dtype == v.dtype:
+        return v
+    if not isinstance(dtype, DType) or dtype.name not in PACK_DTYPES + ("f8e4m3", "f8e5m2",
+                                                                        "e8m0") or \
+            v.dtype.name == "bool" or not isinstance(v.type.shape[-1], int) or \
+            v.type.shape[-1] * v.dtype.itemsize % dtype.itemsize:
+        raise b.error(f"view(dtype={dtype!r}) of {v.type}: the rows' bytes of a static last "
+                      f"dim must be a whole number of {dtype!r} elements")
+    saved = b.vec_tile
+    if saved is None:
+        b.vec_tile = [1] * (v.ndim - 1) + [v.type.shape[-1]]
+    try:
+        return _bitcast(b, v, dtype, "view")
+    finally:
+        b.vec_tile = saved
+
+
 def pack(self):
-    """The bytes of self (flattened, row-major, little-endian) as a 1-D uint8 tensor."""
+    """The bytes of self (flattened, row-major, little-endian) as a 1-D uint8 tensor: each
+    row's bytes (bitcast), then a reshape to 1-D (by blocks: any size tiles)."""
     b = _b()
     x = _tensor(self, b, "pack")
     if x.dtype.name not in PACK_DTYPES:
@@ -164,18 +202,15 @@ def pack(self):
                       f" uint8/16/32/64)")
     if not 1 <= x.ndim <= 4 or not all(isinstance(d, int) for d in x.type.shape):
         raise b.error(f"pack takes a tensor of 1 to 4 static dims, not {x.type}")
-    need, have = 2 * math.prod(x.type.shape) * x.dtype.itemsize, b.target.buffer("ub")
-    if x.ndim > 1 and need > have:
-        raise b.error(f"pack of a rank-{x.ndim} tensor flattens it as one tile, which needs "
-                      f"{need // 1024} KiB of UB; target {b.target.name} holds {have // 1024} "
-                      f"KiB: pack a 1-D tensor (or smaller views) instead")
-    flat = x if x.ndim == 1 else reshape(x, [math.prod(x.type.shape)])
-    return _bitcast(b, flat, U8, "pack")
+    rows = _bitcast(b, x, U8, "pack")
+    return rows if x.ndim == 1 else reshape(rows, [math.prod(rows.type.shape)])
 
 
-def unpack(self, dstDataType: DType):  # noqa: N803 -- the reference's name
-    """A 1-D uint8 tensor's bytes as dstDataType (little-endian): n / itemsize elements."""
+def unpack(self, dtype: DType = None, *, dstDataType: DType = None):  # noqa: N803
+    """A 1-D uint8 tensor's bytes as dtype (the reference's code; dstDataType= as its page
+    names it), little-endian: n / itemsize elements."""
     b = _b()
+    dstDataType = dtype if dtype is not None else dstDataType
     x = _tensor(self, b, "unpack")
     if x.dtype != U8 or x.ndim != 1 or not isinstance(x.type.shape[0], int):
         raise b.error(f"unpack takes a 1-D uint8 tensor of static size, not {x.type}")

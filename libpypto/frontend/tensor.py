@@ -119,6 +119,10 @@ class _Builder:
         self.read_vars: set[str] = set()       # variables of data-dependent reads
         self.carries: dict[str, int] = {}      # loop var -> loop-carried locals made (move)
         self.label: str | None = None          # set_semantic_label's current label
+        self.scope: list | None = None         # sg_set_scope's [id, cross] (passopts.py)
+        self.scopes: dict = {}                 # scope id -> its [id, cross]
+        self.pass_options: list = []           # pass options set in the kernel (passopts)
+        self.print_after: list = []            # passes whose result to print (KEY_DUMP_GRAPH)
 
     # locations: the innermost frame in the user's file
     def loc(self) -> Loc | None:
@@ -138,6 +142,8 @@ class _Builder:
         attrs = dict(attrs or {})
         if self.label is not None:
             attrs["label"] = self.label
+        if self.scope is not None:
+            attrs["scope"] = list(self.scope)
         op = Op(name, list(operands), results, attrs, list(regions or []), self.loc())
         self.regions[-1].append(op)
         return op
@@ -582,3 +588,6 @@ DT_FP32, DT_FP16, DT_BF16 = _dtype("f32"), _dtype("f16"), _dtype("bf16")
 DT_INT8, DT_INT16, DT_INT32, DT_INT64 = _dtype("i8"), _dtype("i16"), _dtype("i32"), _dtype("i64")
 DT_UINT8, DT_BOOL = _dtype("u8"), _dtype("bool")
 DT_UINT16, DT_UINT32, DT_UINT64 = _dtype("u16"), _dtype("u32"), _dtype("u64")
+# fp8 (ml_dtypes float8_e4m3fn, float8_e5m2) and the MX scales' E8M0 (float8_e8m0fnu)
+DT_FP8E4M3 = DT_FP8E4M3FN = _dtype("f8e4m3")
+DT_FP8E5M2, DT_FP8E8M0 = _dtype("f8e5m2"), _dtype("e8m0")

@@ -91,6 +91,9 @@ PRO = DictOf({
 SYMBOL = DictOf({"kind": attr(Str("dynamic", "named", "static")),
                  "dims": attr(ListOf(Tuple(Ident(), NAT))), "value": opt(NAT),
                  "max": opt(NAT)})    # compiled for 1 <= size <= max (analysis/versions.py)
+PASS_OPTION = DictOf({"pass": attr(Text()), "option": attr(Text()),
+                      "value": attr(OneOf(Num(), Bool(), Text())), "from": attr(Text()),
+                      "file": opt(Text()), "line": opt(NAT)})
 # the module attributes of a document (what `module {...}` holds)
 DOC = {
     "kernel": attr(Ident()), "file": attr(Text()), "params": attr(NAMES),
@@ -103,6 +106,10 @@ DOC = {
     "lines": opt(ListOf(Tuple(Text(), NAT, Text()))),
     "pro": opt(PRO),      # a Pro kernel's launch facts (prolang)
     "arena_bytes": opt(EXPR),     # the GM arena of the tensors with `arena` (gm-reuse)
+    # pass options the op file set (frontend/passopts.py), applied by pypto-lower
+    # (passes/docopts.py); the passes whose result to print (* = every pass)
+    "pass_options": opt(ListOf(PASS_OPTION)),
+    "print_after": opt(ListOf(Text())),
 }
 
 
@@ -125,7 +132,8 @@ DEFS = [
               "local": opt(Ident()), "workspace": opt(Bool()),
               "arena": opt(EXPR)}, results=("tensor",)),    # byte offset (gm-reuse)
     _m("kernel", {"grid": attr(EXPRS), "name": attr(Ident()), "op": attr(Ident()),
-                  "tile": attr(ListOf(Int(1))), "label": opt(Text())}, regions=1),
+                  "tile": attr(ListOf(Int(1))), "label": opt(Text()),
+                  "scope": opt(Tuple(Int(0), Bool()))}, regions=1),
     _m("block", {"name": attr(Ident()), "grid": attr(EXPRS), "core": attr(CORE),
                  "kernels": attr(NAMES), "ops": attr(NAMES), "buffers": opt(BUFFERS),
                  "labels": opt(ListOf(Text())), **BLOCK_PLAN},

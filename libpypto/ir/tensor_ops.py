@@ -11,7 +11,7 @@ from __future__ import annotations
 from . import expr as E
 from . import ops as O
 from .opdef import (DTYPE, EXPR, EXPRS, INTS, NAT, Bool, Ex, Ident, Int, ListOf, Num, OpDef,
-                    Str, Text, attr, opt)
+                    Str, Text, Tuple, attr, opt)
 from .types import BOOL, DTYPES, I32, TensorType
 
 # the dtype of index outputs (argmax, argmin, topk, sort, argsort): the reference's DT_INT32
@@ -205,17 +205,17 @@ def v_reshape(op, err) -> None:
 
 
 def v_bitcast(op, err) -> None:
-    """pack / unpack: a 1-D static tensor's bytes as another dtype; a tile of the result
-    covers whole source elements."""
+    """pack / unpack: the bytes of each row (last dim, static) as another dtype; the other
+    dims are kept; a tile of the result covers whole source elements."""
     x, t = op.operands[0].type, op.results[0].type
-    if x.rank != 1 or t.rank != 1 or not isinstance(x.shape[0], int) or \
-            not isinstance(t.shape[0], int) or \
-            x.shape[0] * x.dtype.itemsize != t.shape[0] * t.dtype.itemsize or \
+    if x.rank < 1 or t.rank != x.rank or tuple(x.shape[:-1]) != tuple(t.shape[:-1]) or \
+            not isinstance(x.shape[-1], int) or not isinstance(t.shape[-1], int) or \
+            x.shape[-1] * x.dtype.itemsize != t.shape[-1] * t.dtype.itemsize or \
             BOOL in (x.dtype, t.dtype):
-        err(f"bitcast of {x} into {t}: not the same bytes of 1-D static numeric tensors")
+        err(f"bitcast of {x} into {t}: not the same bytes per row of numeric tensors")
     tile = op.attrs["tile"]
-    if len(tile) != 1 or tile[0] * t.dtype.itemsize % x.dtype.itemsize:
-        err(f"bitcast tile {tile} must cover whole {x.dtype} elements")
+    if len(tile) != t.rank or tile[-1] * t.dtype.itemsize % x.dtype.itemsize:
+        err(f"bitcast tile {tile} must have rank {t.rank} and cover whole {x.dtype} elements")
 
 
 def v_permute(op, err) -> None:
@@ -271,10 +271,45 @@ def v_created(op, err) -> None:
         _tile_ok(op, err, t.shape, t.dtype)
 
 
+def v_bitonic(op, err) -> None:
+    """One kernel of a sort longer than a tile (frontend/sorts.py): values and int32
+    positions of a static last dim N (a power of two, padded past n), the same types out."""
+    v, i = (x.type for x in op.operands)
+    a = op.attrs
+    n_all = v.shape[-1] if v.shape else None
+    if not isinstance(n_all, int) or n_all & (n_all - 1) or i.shape != v.shape or \
+            i.dtype != INDEX or a["n"] > n_all:
+        err(f"bitonic of {v} and {i}: a power-of-two static last dim, int32 positions")
+        return
+    expect(op, err, [v, i])
+    t = a["tile"][-1]
+    if t & (t - 1) or n_all % t:
+        err(f"bitonic tile {a['tile']} must split the last dim into powers of two")
+    for s, d, flip in a.get("steps", []):
+        if s > t or d >= s or (flip and 2 * d != s):
+            err(f"bitonic step {[s, d, flip]} is not one of a {t}-element tile")
+    if a["mode"] != "tile" and not t <= a["dist"] < n_all:
+        err(f"bitonic {a['mode']} distance {a['dist']} must be at least the tile")
+    _tile_ok(op, err, v.shape, v.dtype)
+
+
+def v_probe(op, err) -> None:
+    a = op.attrs
+    sizes = {"text": len(a["texts"]), "expr": len(a["exprs"]), "tensor": len(op.operands),
+             "name": len(a.get("names", []))}
+    for kind, i in a["order"]:
+        if i >= sizes[kind]:
+            err(f"probe: {kind} {i} does not exist")
+    if a["kind"] == "save" and (len(op.operands) != 1 or len(a["texts"]) != 1 or
+                                len(a.get("names", [])) != len(a["exprs"])):
+        err("a save probe has one tensor, one file name and a value per name")
+
+
 # -- the definitions --------------------------------------------------------------------------
 
 T, ST = "tensor", ("tensor",)
 LABEL = opt(Text())
+SCOPE = opt(Tuple(Int(0), Bool()))
 LOOP = {"var": attr(Ident()), "start": attr(EXPR), "stop": attr(EXPR), "step": attr(EXPR),
         "name": opt(Text()), "unroll": opt(Int(1))}
 
@@ -283,7 +318,8 @@ def _d(name, operands, results, attrs, verify, trace=None, tile=None, interp=Non
        where=ST, regions=0):
     impl = {"trace": name if trace is None else trace, "tile": tile or f"x_{name}",
             "interp": interp or f"op_{name}"}
-    attrs = {**attrs, "label": LABEL}      # set_semantic_label's name for the op, if any
+    attrs = {**attrs, "label": LABEL,      # set_semantic_label's name for the op, if any
+             "scope": SCOPE}               # sg_set_scope's [id, allow_cross_scope_merge]
     return OpDef(name, where, operands, optional, results, regions, attrs, verify, impl)
 
 
@@ -345,6 +381,21 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
        None, trace="", where=("tensor", "module")),
     _d("if", (), (), {"cond": attr(EXPR)}, None, trace="", where=("tensor", "module", "tile"),
        regions=2),
+    # a sort longer than a tile, one kernel of its bitonic network (frontend/sorts.py): mode
+    # tile runs steps [block, distance, mirrored] inside each tile; pair compares the tiles
+    # dist apart, mirror the tile pairs mirrored in blocks of 2 dist; n: positions >= n pad
+    _d("bitonic", (T, T), (T, T), {
+        "n": attr(Int(1)), "descending": attr(Bool()), "mode": attr(Str("tile", "pair",
+                                                                         "mirror")),
+        "dist": attr(NAT), "steps": opt(ListOf(Tuple(Int(2), Int(1), Bool()))),
+        "tile": attr(ListOf(Int(1)))}, v_bitonic, trace="sort"),
+    # pass_verify_print / pass_verify_save (frontend/verify.py): what pypto's pass verify
+    # prints or saves when it interprets the graph; the lowering drops it
+    _d("probe", ("tensor*",), (), {
+        "kind": attr(Str("print", "save")), "texts": attr(ListOf(Text())), "exprs": attr(EXPRS),
+        "order": attr(ListOf(Tuple(Str("text", "expr", "tensor", "name"), NAT))),
+        "names": opt(ListOf(Ident())), "cond": attr(EXPR)}, v_probe,
+       trace="pass_verify_print"),
 ]
 # `copy` (clone, expand_clone) is the elementwise copy with a broadcasting result
 DEFS = [d if d.name != "copy" else OpDef(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..errors import VerifyError
 from . import ops as O
 from .opdef import (EXPR, EXPRS, INTS, NAT, PIPE, Bool, DictOf, Ex, Ident, Int, ListOf, Num,
-                    OpDef, Str, attr, opt)
+                    OpDef, Str, Tuple, attr, opt)
 from .types import BOOL, I64, TileType
 
 CUBE_SPACES = {"tload": ({"ub", "l1"}, None), "textract": ({"l0a", "l0b"}, {"l1"}),
@@ -125,6 +125,15 @@ def v_bitcast(op, err) -> None:
     dst, src = op.operands[0].type, op.operands[1].type
     if dst.nbytes != src.nbytes:
         err(f"tbitcast of a {src} tile into a {dst} tile")
+
+
+def v_bitonic(op, err) -> None:
+    """tbitonic, tbitonic2: value and position tiles of one shape, positions int32."""
+    ts = [v.type for v in op.operands]
+    vals, pos = ts[0::2], ts[1::2]
+    if len({t.shape for t in ts}) != 1 or len({t.dtype for t in vals}) != 1 or \
+            any(t.dtype.name != "i32" for t in pos):
+        err(f"{op.name} takes value and int32 position tiles of one shape")
 
 
 def v_textract(op, err) -> None:
@@ -329,6 +338,15 @@ DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
     _i("tsort", (TL, TL, TL), {"descending": attr(Bool()), **VALID}, v_dim_ops, _pipe_vector,
        "TSORT", writes=(0, 1)),
     _i("ttrans", (TL, TL), {"perm": attr(INTS)}, v_ttrans, _pipe_vector, "TTRANS"),
+    # a sort longer than a tile (tensor op bitonic): steps of a bitonic network inside the
+    # tile rows (values, positions), and the compare-exchange of two tiles (mirror: the
+    # second one's elements in reverse)
+    _i("tbitonic", (TL, TL, TL, TL), {"n": attr(Int(1)), "descending": attr(Bool()),
+                                      "steps": attr(ListOf(Tuple(Int(2), Int(1), Bool())))},
+       v_bitonic, _pipe_vector, "TBITONIC", writes=(0, 1)),
+    _i("tbitonic2", (TL,) * 8, {"n": attr(Int(1)), "descending": attr(Bool()),
+                                "mirror": attr(Bool())},
+       v_bitonic, _pipe_vector, "TBITONIC2", writes=(0, 1, 2, 3)),
     _i("tgather", (TL, GM, TL), {"dim": attr(NAT), "mode": attr(Str("gather", "select")),
                                  "out_offsets": attr(EXPRS), "region_offsets": attr(EXPRS),
                                  "region_shape": attr(EXPRS)}, v_tgather, "MTE2", "TGATHER"),

@@ -59,6 +59,14 @@ DTYPES = {d.name: d for d in [
 # the 8-bit floats: (exponent bits, mantissa bits, exponent bias) of their encoding
 FP8 = {"f8e4m3": (4, 3, 7), "f8e5m2": (5, 2, 15), "e8m0": (8, 0, 127)}
 F32, F16, BF16, I32, I64, BOOL = (DTYPES[n] for n in ("f32", "f16", "bf16", "i32", "i64", "bool"))
+# DT_INT4, packed two per byte: never a dtype of the IR (not in DTYPES); a tensor of it is
+# the uint8 tensor of its bytes (frontend/int4.py), so numpy sees uint8
+INT4 = DType("i4", "DT_INT4", 1, "int", "uint8", "uint8_t")
+# dtypes that hold values but take no arithmetic in Tensor mode (as in the reference): they
+# are cast, moved, quantised into (quant_mx) and multiplied (matmul, scaled_mm)
+STORAGE_ONLY = ("f8e4m3", "f8e5m2", "e8m0")
+# the reference's Tensor-mode names of them, where they differ from the api spelling
+API_ALIASES = {"DT_FP8E4M3": "f8e4m3"}
 
 
 def dtype(name: str) -> DType:

@@ -15,6 +15,8 @@ these hold:
   ranges of one dim: out[:, 0:64] and out[:, 64:128]);
 - no path from one group to the other through a group outside both (the merged block would
   both precede and follow that group);
+- the op file's scopes allow it (sg_set_scope: a kernel's `scope`): kernels of different
+  scope ids stay apart, and scoped ones join unscoped ones only if their scope says so;
 - the fused block fits the core's buffers, measured on the body as forward and cse will
   leave it (a stored tile loaded again stays on chip, duplicate loads share one tile).
 
@@ -245,11 +247,25 @@ class _Fuser:
             kinds = {self.core_kind(self.members[a]), self.core_kind(self.members[b])} - {"move"}
             if len(kinds) > 1 or "mixed" in kinds:
                 return False
+        if not self._scopes_fit(both):
+            return False
         if not self._instance_local(self.members[a], self.members[b]):
             return False
         if self._path_outside(a, b) or self._path_outside(b, a):
             return False
         return self._fits(sorted(both))
+
+    def _scopes_fit(self, members: list) -> bool:
+        """The op file's sg_set_scope (a kernel's `scope` [id, cross]): kernels of two scope
+        ids never share a block, and a scoped kernel shares one with unscoped kernels only
+        when its scope allows cross-scope merging."""
+        scopes = [self.kernels[m].attrs.get("scope") for m in members]
+        ids = {s[0] for s in scopes if s is not None}
+        if not ids:
+            return True
+        if len(ids) > 1:
+            return False
+        return None not in scopes or all(s[1] for s in scopes if s is not None)
 
     def _fits(self, members: list) -> bool:
         """Does the fused block fit the buffers, once forward and cse have run on it?"""

@@ -152,28 +152,42 @@ class Instrument:
 def run_pipeline(doc, specs: list[PassSpec], target, inst: Instrument | None = None):
     from ..ir.text import print_doc
     from ..ir.verify import verify_or_raise
+    from . import docopts
     inst = inst or Instrument()
     level = doc.level
+    dumps, applied = docopts.dumps(doc), []
     for spec in specs:
         src, dst = PASSES[spec.name][:2]
         if src != level:
             raise UsageError(f"pass {spec.name!r} takes a {src}-level graph but gets {level} "
                              f"here; order the pipeline by level (default: {DEFAULT_PIPELINE})")
         fn = get_pass(spec.name)
-        opts = {pass_options(spec.name)[k][0]: v for k, v in spec.options.items()}
+        known = pass_options(spec.name)
+        from_doc, used, overridden = docopts.options_for(doc, spec.name, spec.options, known)
+        opts = {known[k][0]: v for k, v in {**from_doc, **spec.options}.items()}
         clock = time.perf_counter if not os.environ.get("PYPTO_FAKE_CLOCK") else _fake_clock()
         t0 = clock()
-        doc = fn(doc, target=target, **opts)
+        try:
+            doc = fn(doc, target=target, **opts)
+        except (UsageError, ValueError) as exc:      # a value the pass refuses
+            err = docopts.refused(spec.name, used, exc)
+            if err is None:
+                raise
+            raise err from None
+        applied += used + overridden
         inst.timings.append((spec.name, clock() - t0))
         level = doc.level = dst
         if inst.verify_each:
             verify_or_raise(doc, f"after pass {spec.name}")
         if inst.observe is not None:
             inst.observe(spec.name, doc)
-        if inst.print_after_all or spec.name in inst.print_after:
+        if inst.print_after_all or spec.name in inst.print_after or spec.name in dumps or \
+                "*" in dumps:
             (inst.sink or _stderr)(f"# ---- IR after {spec.name} ---- #\n" + print_doc(doc))
         if inst.stop_after == spec.name:
             break
+    if specs:
+        docopts.finish(doc, applied)
     return doc
 
 

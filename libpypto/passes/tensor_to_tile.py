@@ -19,6 +19,8 @@ from ..ir.core import Document, Op, Value, clone_ops
 from ..ir.defs import OPS
 from ..ir.types import DTYPES, F32, I64, TensorType, TileType
 from .grids import _clip, _clip1, _count, _grid
+from .reshape_rows import merges_leading, reshape_blocks
+from .sort_tiles import bitonic_kernel
 
 
 @dataclass
@@ -68,6 +70,8 @@ class _Expander:
         attrs = {"grid": grid, "name": f"k{self.nkernels}", "op": op.name, "tile": tile}
         if op.attrs.get("label") is not None:
             attrs["label"] = op.attrs["label"]
+        if op.attrs.get("scope") is not None:        # sg_set_scope: fuse keeps scopes apart
+            attrs["scope"] = list(op.attrs["scope"])
         self.dest.append(Op("kernel", [], [], attrs, [body], op.loc))
         self.nkernels += 1
 
@@ -136,6 +140,9 @@ class _Expander:
         kernel writes, so it can go first and never splits fusion)."""
         self.dest.insert(self.checks_at, Op("read", [], [], dict(op.attrs), [], op.loc))
         self.checks_at += 1
+
+    def x_probe(self, op):
+        """pass_verify_print / _save act on the tensor level only (frontend/verify.py)."""
 
     def x_loop(self, op):
         new = Op("loop", [], [], dict(op.attrs), [[]], op.loc)
@@ -244,15 +251,17 @@ class _Expander:
                                     "rounds": a["rounds"]}, [], op.loc))
 
     def x_bitcast(self, op):
-        """Output tiles of t elements, each the bytes of t * out / in source elements (the
-        two grids have as many tiles)."""
+        """Output tiles of t elements in the last dim, each the bytes of t * out / in source
+        elements (the other dims tile alike)."""
         x, t = op.operands[0], op.result.type
         tile = _clip(op.attrs["tile"], t.shape)
-        k = tile[0] * t.dtype.itemsize // x.type.dtype.itemsize
+        k = tile[-1] * t.dtype.itemsize // x.type.dtype.itemsize
         grid, offs, valid = _grid(t.shape, tile, list(t.shape), self.ranges)
-        _, src_offs, src_valid = _grid(x.type.shape, [k], list(x.type.shape), self.ranges)
+        s_tile = tile[:-1] + [k]
+        s_offs = offs[:-1] + [E.floordiv(E.mul(offs[-1], t.dtype.itemsize),
+                                         x.type.dtype.itemsize)]
         body: list = []
-        src = self.load(body, x, [k], src_offs, src_valid)
+        src = self.load(body, x, s_tile, s_offs, self.valid_in(x, s_offs, s_tile))
         dst = _tile(body, t.dtype, tile)
         body.append(Op("tbitcast", [dst, src], [], {}, [], op.loc))
         self.finish(op, body, dst, grid, tile, offs, valid, list(t.shape))
@@ -428,6 +437,9 @@ class _Expander:
 
     x_topk = x_argsort = x_sort
 
+    def x_bitonic(self, op):        # a sort longer than a tile (passes/sort_tiles.py)
+        bitonic_kernel(self, op)
+
     # matmul
     def x_matmul(self, op):
         a, b = op.operands
@@ -573,9 +585,14 @@ class _Expander:
         while p < min(len(sin), len(sout)) - 1 and sin[p] == sout[p]:
             p += 1
         rest_in, rest_out = sin[p:], sout[p:]
-        if p == 0 and self._merges_leading(op, sin, sout):
+        if p == 0 and merges_leading(self, op, sin, sout):
             return
-        if not all(isinstance(d, int) for d in rest_in + rest_out):
+        cap = self.target.buffer("ub") // 8            # else by blocks (reshape_rows.py)
+        static = all(isinstance(d, int) for d in rest_in + rest_out)
+        if (not static or _prod(rest_in) * x.type.dtype.itemsize > cap) and \
+                reshape_blocks(self, op, cap):
+            return
+        if not static:
             raise CompileError(f"reshape {_fmt(sin)} -> {_fmt(sout)}: the reshaped trailing dims "
                                f"must be static (only the leading dims may be symbolic)", op.loc)
         grid = [sin[d] for d in range(p)]
@@ -593,31 +610,6 @@ class _Expander:
         self.store(body, dst, home, gv + [0] * len(rest_out), lead + list(rest_out), op.loc)
         self.tile_of[op.result] = [1] * p + rest_out
         self.kernel(op, grid, body, [1] * p + rest_out)
-
-    def _merges_leading(self, op, sin: list, sout: list) -> bool:
-        """[n, a, b, ...] -> [n*a*..., c, ...] with n symbolic and the rest static (the
-        reference's inplace reshape of a paged KV cache [blocks, block_size, heads, dim] to
-        rows): a grid over n, each instance copying one leading slice as rows. False where
-        the reshape is not of this form."""
-        if isinstance(sin[0], int) or not all(isinstance(d, int) for d in sin[1:] + sout[1:]):
-            return False
-        inner = 1
-        for d in sin[1:]:
-            inner *= d
-        rows = inner // max(1, _prod(sout[1:]))
-        if rows * _prod(sout[1:]) != inner or E.mul(sin[0], rows) != sout[0]:
-            return False
-        g0 = E.sym("g0")
-        body: list = []
-        src = self.load(body, op.operands[0], [1] + sin[1:], [g0] + [0] * (len(sin) - 1),
-                        [1] + sin[1:])
-        dst = _tile(body, op.result.type.dtype, [rows] + sout[1:])
-        body.append(Op("treshape", [dst, src], [], {}, [], op.loc))
-        self.store(body, dst, self.workspace(op), [E.mul(g0, rows)] + [0] * (len(sout) - 1),
-                   [rows] + sout[1:], op.loc)
-        self.tile_of[op.result] = [rows] + sout[1:]
-        self.kernel(op, [sin[0]], body, [rows] + sout[1:])
-        return True
 
     # indexing: GM-direct reads and sequential GM-direct writes
     def _region_of(self, v: Value) -> dict:

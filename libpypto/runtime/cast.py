@@ -23,6 +23,9 @@ float to an integer, ``rint`` otherwise (docs/zh/api/datatype/CastMode.md). Satu
   (IEEE 754 rounding of overflow); on, every result is clamped to +-max finite (NaN stays).
 - same float dtype with a mode: rounds to an integral value in that mode (the reference's
   "same-type rounding"); with no mode a cast to the same dtype is the identity.
+- fp8 e4m3fn / e5m2 as targets are binary formats like the others (e4m3fn has no infinity:
+  what would become +-inf becomes NaN); fp8 and E8M0 (2**(e - 127), 0xFF NaN) sources widen
+  exactly. A cast to E8M0 is not defined (the reference has none; quant_mx makes scales).
 
 Rounding to a float dtype of p mantissa bits works on float64: q = x / ulp(x) is exact (ulp is
 a power of two), q is rounded to an integer in the mode, and q * ulp is exactly representable
@@ -40,6 +43,10 @@ FLOAT_FORMATS = {
     "float32": (24, -126, float(np.finfo(np.float32).max)),
     "float16": (11, -14, 65504.0),
     "bfloat16": (8, -126, float.fromhex("0x1.fep127")),
+    # fp8: e4m3fn has no infinity (an overflow that IEEE rounding takes to inf is NaN there,
+    # as ml_dtypes converts it); e5m2 has one
+    "float8_e4m3fn": (4, -6, 448.0),
+    "float8_e5m2": (3, -14, 57344.0),
 }
 
 

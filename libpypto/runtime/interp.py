@@ -27,15 +27,18 @@ _erfc = np.vectorize(math.erfc, otypes=[np.float64])
 NP_ENV = {"np": np, "erf": lambda a: _erf(a).astype(a.dtype), "erfc": lambda a: _erfc(a).astype(a.dtype)}
 
 
-def run_tensor(doc, arrays: dict, env: dict, dump=None) -> dict:
+def run_tensor(doc, arrays: dict, env: dict, dump=None, probe=None) -> dict:
     """Interpret the tensor graph; arrays hold every parameter and are updated in place.
     dump: callable(op, array), called with every value an op computes, in order (an op in a
-    loop once per iteration)."""
+    loop once per iteration). probe: callable(op, tensors, env) for each probe
+    (pass_verify_print / _save) whose cond holds; without it probes do nothing."""
     ops = doc.body
     for op in doc.body:
         if op.name == "source":
             ops = op.regions[0]
-    _Interp(arrays, env, dump).region(ops)
+    it = _Interp(arrays, env, dump)
+    it.probe = probe
+    it.region(ops)
     return arrays
 
 
@@ -80,11 +83,50 @@ def sort_rows(x: np.ndarray, descending: bool):
     return np.take_along_axis(x, idx, -1), idx.astype(np.int64)
 
 
+def before(va, ia, vb, ib, n: int, desc: bool) -> np.ndarray:
+    """Does (va, ia) come before (vb, ib) in a sort (bitonic)? Positions >= n are padding,
+    after everything; NaN after every number ascending, before descending; equal values in
+    position order (the stable sort's order)."""
+    pa, pb = ia >= n, ib >= n
+    if is_float(va.dtype):
+        na, nb = np.isnan(va), np.isnan(vb)
+    else:
+        na = nb = np.zeros(va.shape, bool)
+    with np.errstate(invalid="ignore"):
+        cmp = np.where(va != vb, (va > vb) if desc else (va < vb), ia < ib)
+    return np.where(pa | pb, np.where(pa == pb, ia < ib, pb),
+                    np.where(na | nb, np.where(na == nb, ia < ib, na if desc else nb), cmp))
+
+
+def exchange(lo_v, lo_i, hi_v, hi_i, n: int, desc: bool):
+    """The compare-exchange of two equal-shaped halves: the one that comes first goes low."""
+    swap = before(hi_v, hi_i, lo_v, lo_i, n, desc)
+    return (np.where(swap, hi_v, lo_v), np.where(swap, hi_i, lo_i),
+            np.where(swap, lo_v, hi_v), np.where(swap, lo_i, hi_i))
+
+
+def bitonic_step(v, i, s: int, d: int, flip: bool, n: int, desc: bool):
+    """One step of the bitonic network along the last dim (a multiple of 2d, or of s for a
+    mirrored step): element u pairs with u + d in blocks of 2d, or mirrored (with s - 1 - u)
+    in blocks of s when flip."""
+    lead, m = v.shape[:-1], v.shape[-1]
+    w = s if flip else 2 * d
+    rv, ri = v.reshape(*lead, m // w, 2, w // 2), i.reshape(*lead, m // w, 2, w // 2)
+    lo_v, lo_i, hi_v, hi_i = rv[..., 0, :], ri[..., 0, :], rv[..., 1, :], ri[..., 1, :]
+    if flip:
+        hi_v, hi_i = hi_v[..., ::-1], hi_i[..., ::-1]
+    a, b, c, e = exchange(lo_v, lo_i, hi_v, hi_i, n, desc)
+    if flip:
+        c, e = c[..., ::-1], e[..., ::-1]
+    return (np.stack([a, c], -2).reshape(v.shape), np.stack([b, e], -2).reshape(i.shape))
+
+
 class _Interp:
     def __init__(self, arrays, env, dump=None):
         self.arrays, self.env = arrays, dict(env)
         self.vals: dict = {}     # Value -> (array, valid tuple or None)
         self.dump = dump
+        self.probe = None        # run_tensor's probe handler
 
     def ev(self, e):
         return int(E.evaluate(e, self.env))
@@ -136,6 +178,26 @@ class _Interp:
     def op_read(self, op):
         name = op.attrs["param"]
         self.env[op.attrs["var"]] = read_value(op, self.env, {name: self.arrays[name]})
+
+    def op_bitonic(self, op):
+        """One kernel of a long sort: its steps over the whole last dim (the pairs of a tile
+        step lie in one tile, so tiles do not change them)."""
+        a = op.attrs
+        v, i = self.get(op.operands[0])[0], self.get(op.operands[1])[0].astype(np.int64)
+        n, desc = a["n"], a["descending"]
+        if a["mode"] == "tile":
+            steps = a["steps"]
+        else:
+            d = a["dist"]
+            steps = [[2 * d, d, a["mode"] == "mirror"]]
+        for s_, d_, flip in steps:
+            v, i = bitonic_step(v, i, s_, d_, bool(flip), n, desc)
+        self.set(op, v, None, 0)
+        self.set(op, i, None, 1)
+
+    def op_probe(self, op):
+        if self.probe is not None and self.ev(op.attrs["cond"]):
+            self.probe(op, [self.get(v)[0] for v in op.operands], dict(self.env))
 
     def op_if(self, op):
         self.region(op.regions[0] if self.ev(op.attrs["cond"]) else op.regions[1])

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import PyptoError
-from .interp import cast_array, elementwise, is_float, reduce_array, sort_rows, work
+from .interp import (bitonic_step, cast_array, elementwise, exchange, is_float, reduce_array,
+                     sort_rows, work)
 from .philox import uniform_block
 
 
@@ -168,6 +169,23 @@ def tsort(vals, idx, src, descending, valid) -> None:
     idx[...] = 0
     vals[..., :n] = v
     idx[..., :n] = i
+
+
+def tbitonic(dv, di, sv, si, n, descending, steps) -> None:
+    """Bitonic steps [block, distance, mirrored] inside each row of the tiles."""
+    v, i = sv.copy(), si.astype(np.int64)
+    for s, d, flip in steps:
+        v, i = bitonic_step(v, i, int(s), int(d), bool(flip), int(n), bool(descending))
+    dv[...], di[...] = v, i
+
+
+def tbitonic2(lv, li, hv, hi, slv, sli, shv, shi, n, descending, mirror) -> None:
+    """The compare-exchange of two tiles (the second reversed when mirror)."""
+    b_v, b_i = (shv[..., ::-1], shi[..., ::-1]) if mirror else (shv, shi)
+    a, b, c, e = exchange(slv, sli.astype(np.int64), b_v, b_i.astype(np.int64), int(n),
+                          bool(descending))
+    lv[...], li[...] = a, b
+    hv[...], hi[...] = (c[..., ::-1], e[..., ::-1]) if mirror else (c, e)
 
 
 def tgather(dst, src, index, dim, mode, out_offsets, region_offsets, region_shape) -> None:

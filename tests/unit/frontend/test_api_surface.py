@@ -53,7 +53,7 @@ def _run(k, *arrays):
 def test_in_kernel_options_warn(backend):
     @pypto.jit(backend=backend)
     def k(x: pypto.Tensor([8, 32], pypto.DT_FP32), y: pypto.Tensor([8, 32], pypto.DT_FP32)):
-        pypto.set_pass_options(sg_set_scope=1)
+        pypto.set_pass_options(sg_set_tunevf_mode=1)
         pypto.set_semantic_label("first")
         pypto.set_vec_tile_shapes(8, 32)
         for i in pypto.loop(1, idx_name="i", submit_before_loop=True):
@@ -62,7 +62,7 @@ def test_in_kernel_options_warn(backend):
     with pytest.warns(UserWarning) as rec:
         _run(k, x, np.zeros_like(x))
     text = " ".join(str(w.message) for w in rec)
-    assert "sg_set_scope" in text and "submit_before_loop" in text
+    assert "sg_set_tunevf_mode" in text and "submit_before_loop" in text
     assert "set_semantic_label" not in text          # labels are carried (test_labels.py)
 
 
@@ -122,8 +122,11 @@ def test_scalars_min_max_element_dtypes(backend):
 def test_unsupported_dtype_is_a_clear_error():
     with pytest.raises(AttributeError, match="hifloat8.*not supported"):
         pypto.DT_HF8
-    with pytest.raises(AttributeError, match="fp8 e4m3"):
-        pypto.DataType.DT_FP8E4M3
+    with pytest.raises(AttributeError, match="packed fp4"):
+        pypto.DataType.DT_FP4_E2M1X2
+    assert pypto.DataType.DT_FP8E4M3 is pypto.DT_FP8E4M3 is pypto.DT_FP8E4M3FN
+    assert [pypto.bytes_of(d) for d in (pypto.DT_FP8E4M3, pypto.DT_FP8E5M2,
+                                        pypto.DT_FP8E8M0, pypto.DT_UINT64)] == [1, 1, 1, 8]
 
 
 def test_from_torch_shares_memory():

@@ -87,11 +87,13 @@ def test_sorts_along_any_dim(backend):
     np.testing.assert_array_equal(a, up)
 
 
-def test_sort_tile_must_cover_the_sorted_dim():
+def test_a_sort_across_tiles_needs_whole_32_byte_rows():
+    """A row longer than the tile sorts across tiles (test_long_sorts.py), with tiles of at
+    least 32 bytes of the values and of the int32 positions."""
     @pypto.jit
     def k(x: pypto.Tensor[[32, 8], pypto.DT_FP32], v: pypto.Tensor[[32, 8], pypto.DT_INT32]):
-        pypto.set_vec_tile_shapes(16, 8)
+        pypto.set_vec_tile_shapes(4, 8)
         v[:] = pypto.argsort(x, 0)
-    with pytest.raises(pypto.PyptoError, match=r"tile \(16 in dim 0\) must cover the whole "
-                                                r"sorted dim \(32\)"):
+    with pytest.raises(pypto.PyptoError, match=r"a row of 32 is longer than the tile \(4\); "
+                                                r"a sort across tiles needs a tile of at least 8"):
         k(np.zeros((32, 8), np.float32), np.zeros((32, 8), np.int32))

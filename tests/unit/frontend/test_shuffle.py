@@ -276,13 +276,23 @@ def test_pack_and_unpack_errors():
     with pytest.raises(pypto.CompileError, match="pack: dtype bool is not supported"):
         trace(pypto.pack, dt=pypto.DT_BOOL, out=pypto.DT_UINT8)
 
-    @pypto.jit
-    def big(x: T([1024, 1024], pypto.DT_FP32), y: T([1], pypto.DT_UINT8)):
-        pypto.set_vec_tile_shapes(16, 64)
-        y[:] = pypto.view(pypto.pack(x), [1], [0])
-    with pytest.raises(pypto.CompileError, match="pack of a rank-2 tensor flattens it as one "
-                                                  "tile, which needs 8192 KiB of UB"):
-        big.trace()
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pack_of_a_multi_dim_tensor_past_one_tile(backend):
+    """[3, 96, 256] fp32 is 288 KiB: past an eighth of the a2's UB (24 KiB), so its bytes are
+    copied in blocks (rows of the bitcast), not as one tile of the whole tensor."""
+    @pypto.jit(backend=backend, target="a2")
+    def k(x: T([3, 96, 256], pypto.DT_FP32), y: T([3 * 96 * 256 * 4], pypto.DT_UINT8)):
+        pypto.set_vec_tile_shapes(1, 16, 64)
+        y[:] = pypto.pack(x)
+    x = np.random.default_rng(1).standard_normal((3, 96, 256)).astype(np.float32)
+    y = np.zeros(x.nbytes, np.uint8)
+    k(x, y)
+    np.testing.assert_array_equal(y, np.frombuffer(x.tobytes(), np.uint8))
+    from libpypto import driver
+    doc = driver.lower(k.trace(target=driver.target_for(None, "a2")))
+    tiles = [op.result.type for op in doc.walk() if op.name == "tile"]
+    assert max(t.nbytes for t in tiles) <= 196608 // 8
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
