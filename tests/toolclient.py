@@ -61,10 +61,11 @@ def main(tool, script, address):
     if os.environ.get("PYPTO_TEST_REAL_TOOLS"):
         _real(script)
     try:
+        cwd = os.getcwd()
         for fd in (0, 1, 2):
             os.fstat(fd)
-    except OSError:          # a closed standard descriptor: only a real process keeps that
-        _real(script)
+    except OSError:          # a closed standard descriptor or a removed cwd: only a real
+        _real(script)        # process starts there as it would
     ignored, forwarded = [], []
     for name in FORWARDED:
         sig = getattr(_signal, name)
@@ -74,7 +75,7 @@ def main(tool, script, address):
             forwarded.append(sig)
             _signal.signal(sig, _forward)
     request = marshal.dumps((2, tool, script, [os.fsencode(a) for a in sys.argv[1:]],
-                             os.fsencode(os.getcwd()), dict(os.environb), _umask(),
+                             os.fsencode(cwd), dict(os.environb), _umask(),
                              _limits(), sorted(os.sched_getaffinity(0)),
                              sorted(_signal.pthread_sigmask(_signal.SIG_BLOCK, [])),
                              ignored, os.getpgrp()))
@@ -91,6 +92,8 @@ def main(tool, script, address):
         sock.close()
         for sig in forwarded:
             _signal.signal(sig, _signal.SIG_DFL)
+        for sig in _pending:               # got before there was a tool: as if it had been
+            os.kill(os.getpid(), sig)
         _real(script)
     pid = int.from_bytes(_recv_exact(sock, 8) or b"\0" * 8, "little")
     _child[0] = pid

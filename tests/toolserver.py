@@ -196,24 +196,7 @@ def serve(address: str, parent_fd: int) -> None:
                 _drain(wake_r)
                 _reap(children, conns, sel)
             elif what == "accept":
-                conn, _ = listener.accept()
-                req = _receive(conn)
-                if req is None or mains.get(req[1]) is None or not _can_stand_in(req, base):
-                    _send(conn, b"F")
-                    _close_fds(req)
-                    conn.close()
-                    continue
-                sys.stdout.flush()
-                sys.stderr.flush()
-                pid = os.fork()
-                if pid == 0:
-                    _child(req, mains[req[1]], own + [c.fileno() for c in conns] +
-                           [conn.fileno(), sel.fileno()])
-                _close_fds(req)
-                _send(conn, b"P" + pid.to_bytes(8, "little"))
-                children[pid] = conn
-                conns[conn] = pid
-                sel.register(conn, selectors.EVENT_READ, "conn")
+                _accept(listener, mains, base, own, sel, children, conns)
             else:      # a shim's connection: EOF means the shim died, and its child with it
                 conn = key.fileobj
                 try:
@@ -226,6 +209,30 @@ def serve(address: str, parent_fd: int) -> None:
                     children[pid] = None
                     _kill(pid)
                     conn.close()
+
+
+def _accept(listener, mains: dict, base: dict, own: list, sel, children: dict,
+            conns: dict) -> None:
+    """Take one shim's request: fork its tool, or answer F (the shim runs the real one)."""
+    import selectors
+    conn, _ = listener.accept()
+    req = _receive(conn)
+    if req is None or mains.get(req[1]) is None or not _can_stand_in(req, base):
+        _send(conn, b"F")
+        _close_fds(req)
+        conn.close()
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _child(req, mains[req[1]], own + [c.fileno() for c in conns] +
+               [conn.fileno(), sel.fileno()])
+    _close_fds(req)
+    _send(conn, b"P" + pid.to_bytes(8, "little"))
+    children[pid] = conn
+    conns[conn] = pid
+    sel.register(conn, selectors.EVENT_READ, "conn")
 
 
 def _kill(pid: int) -> None:
@@ -349,19 +356,7 @@ def _set_up(req, entry: tuple, close: list):
             os.close(fd)
         except OSError:
             pass
-    # signals as a fresh Python has them (the shim's ignored ones stay ignored)
-    for sig in signal.valid_signals():
-        if sig in (signal.SIGKILL, signal.SIGSTOP):
-            continue
-        try:
-            signal.signal(sig, signal.SIG_DFL)
-        except (OSError, ValueError):
-            pass
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for sig in ignored:
-        signal.signal(sig, signal.SIG_IGN)
+    _fresh_signals(ignored)
     for i, fd in enumerate(fds):
         os.dup2(fd, i)
     for fd in fds:
@@ -398,6 +393,23 @@ def _set_up(req, entry: tuple, close: list):
     func = getattr(importlib.import_module(entry[0]), entry[1])
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     return func
+
+
+def _fresh_signals(ignored: list) -> None:
+    """Signal dispositions as a fresh Python has them (the shim's ignored ones stay ignored)."""
+    import signal
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in ignored:
+        signal.signal(sig, signal.SIG_IGN)
 
 
 def _stdio(fd: int, io):

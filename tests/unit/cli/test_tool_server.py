@@ -196,3 +196,16 @@ def test_a_server_that_cannot_start_means_real_processes(monkeypatch, tmp_path):
     toolserver.stop()
     assert toolserver._state == {}
     assert list(scratch.iterdir()) == []          # its folder is gone
+
+
+def test_a_removed_cwd_or_a_closed_stdin_gets_a_real_process(shims, tmp_path):
+    runs = []
+    for d in (BIN, shims):
+        gone = tmp_path / f"gone{len(runs)}"
+        gone.mkdir()
+        line = f"cd {gone} && rmdir {gone} && {d}/pypto-lower --version && " \
+               f"{d}/pypto-lower --version <&-"
+        p = subprocess.run(["bash", "-c", line], capture_output=True, env=env_for(),
+                           timeout=120)
+        runs.append((p.returncode, p.stdout, p.stderr))
+    assert runs[1] == runs[0] and runs[0][0] == 0, runs
