@@ -185,6 +185,7 @@ def test_a_shim_in_its_own_session_runs_the_real_tool(shims, tmp_path):
 def test_a_server_that_cannot_start_means_real_processes(monkeypatch, tmp_path):
     broken = tmp_path / "toolserver.py"
     broken.write_text("import sys\nsys.exit('no server today')\n")
+    monkeypatch.delenv("PYPTO_TEST_REAL_TOOLS", raising=False)     # asked for a server
     monkeypatch.setattr(toolserver, "HERE", tmp_path)
     monkeypatch.setattr(toolserver, "_state", {})
     scratch = tmp_path / "tmp"
