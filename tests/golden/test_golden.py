@@ -13,6 +13,9 @@ ending in `\\` continues on the next RUN line. Commands run in the case file's f
 this Python's bin folder first on PATH and PYPTO_FAKE_CLOCK=1. The rest of the file is free:
 a text-form IR file can be its own input (the IR reader skips `#` lines). Lines `# -----`
 split a file into independent cases (invalid.test), each with its own RUN and CHECK lines.
+The pypto-* commands are the test tool server's shims (tests/toolserver.py: a fork of a
+process that has imported libpypto, on the command's own stdin, stdout and stderr; the
+same exit status), or the real tools with PYPTO_TEST_REAL_TOOLS=1.
 
 The stdout of the RUN lines, cases joined by `# -----`, must equal <name>.expected beside the
 case file; a file with CHECK lines has no .expected file. A failing (`not`) command must print
@@ -145,8 +148,11 @@ _futures: dict | None = None    # (case file path, case index) -> Future of the 
 
 def start_all(request, tmp_path_factory) -> dict:
     """Start every selected case on a thread pool: tools are processes, so cases overlap."""
+    shims = request.getfixturevalue("tool_shims")     # the tool server (tests/conftest.py)
+    path = [shims] if shims else []
     env = {**os.environ, "PYPTO_FAKE_CLOCK": "1",    # taken inside a test: fixtures' env too
-           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+           "PATH": os.pathsep.join(path + [os.path.dirname(sys.executable),
+                                           os.environ.get("PATH", "")])}
     env.pop("PYPTO_DEBUG", None)
     pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
     request.config.add_cleanup(lambda: pool.shutdown(cancel_futures=True))

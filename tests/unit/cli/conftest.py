@@ -1,5 +1,5 @@
 """Fixtures of the CLI tests: the tools run in this process (cli), softmax at every level
-(files), a private compile cache. Helpers live in toolrun.py."""
+(files), the session's compile cache. Helpers live in toolrun.py."""
 from __future__ import annotations
 
 import importlib
@@ -16,8 +16,8 @@ from toolrun import _CACHE, RUN_FAST, SOFTMAX, ok  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _tool_cache(tmp_path_factory):
-    _CACHE.append(str(tmp_path_factory.getbasetemp() / "pypto-cache"))
+def _tool_cache(pypto_cache_dir):
+    _CACHE.append(pypto_cache_dir)        # the session's (tests/conftest.py)
 
 
 def in_process(name: str, *args, input: bytes = b"", cwd=None,

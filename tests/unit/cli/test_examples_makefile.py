@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from toolrun import BIN, ROOT, env_for
+from toolrun import ROOT, env_for, path_for
 
 STAGES = ["op.ir", "op.exec", "op.sched", "op.code", "op.run", "profile.txt"]
 pytestmark = [pytest.mark.needs_cc,
@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.needs_cc,
 
 
 def make(*args, cwd=ROOT) -> subprocess.CompletedProcess:
-    env = env_for(PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    env = env_for(PATH=path_for())
     return subprocess.run(["make", "-C", str(ROOT / "examples"), *args], capture_output=True,
                           text=True, env=env, cwd=cwd, timeout=600)
 

@@ -16,7 +16,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from toolrun import BIN, ROOT, TOOLS, env_for, ok, tool
+from toolrun import ROOT, TOOLS, env_for, ok, path_for, tool
 
 
 def help_examples(name: str) -> list[str]:
@@ -75,7 +75,7 @@ def test_every_tool_has_examples_in_both_places():
 def test_example_line_works(workspace, tmp_path, source, line):
     run_in = tmp_path / "ws"
     shutil.copytree(workspace, run_in, symlinks=True)
-    env = env_for(PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    env = env_for(PATH=path_for())
     p = subprocess.run(["bash", "-o", "pipefail", "-c", line], cwd=run_in, env=env,
                        capture_output=True, timeout=300)
     assert p.returncode == 0, f"{source}: {line}\n{p.stderr.decode()}"

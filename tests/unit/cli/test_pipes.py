@@ -9,12 +9,12 @@ import os
 import pathlib
 import re
 import subprocess
-import sys
 
 import pytest
 
+from toolrun import path_for
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-BIN = pathlib.Path(sys.executable).parent
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
 PIPES = {
     "full": "pypto-trace {f} | pypto-lower | pypto-sched | pypto-emit | pypto-run {b} "
@@ -36,7 +36,7 @@ def binds(name: str) -> str:
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_pipe(name, pipe, tmp_path):
     cmd = PIPES[pipe].format(f=ROOT / "examples" / f"{name}.py", b=binds(name))
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": path_for()}
     proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -54,7 +54,7 @@ def test_a_target_file_is_needed_once(tmp_path):
     mine = mine.replace('name = "a2"', 'name = "mychip"').replace("cube = 24", "cube = 3")
     (tmp_path / "my.toml").write_text(mine)
     f = ROOT / "examples" / "matmul.py"
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": path_for()}
     cmd = (f"pypto-lower --target my.toml {f} | pypto-sched {binds('matmul')} -o s.ir && "
            f"pypto-run s.ir -o /dev/null && rm my.toml && pypto-sched s.ir -S")
     proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True,

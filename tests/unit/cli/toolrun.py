@@ -1,5 +1,10 @@
 """Running the installed tools in tests: as processes (tool) or in this process (conftest's cli).
 
+tool() runs pypto-X through the test tool server's shim (tests/toolserver.py: a fork of a
+process that has already imported libpypto; the same argv, env, cwd, stdio and exit status)
+unless $PYPTO_TEST_REAL_TOOLS is set; real_tool() always runs the installed console script,
+for what only a real process shows (its own pid and process group, a hash seed of its own).
+
 Shared by the tests of this folder (conftest.py puts the folder on sys.path).
 """
 from __future__ import annotations
@@ -32,9 +37,29 @@ def env_for(debug: bool = False, **extra) -> dict:
     return env
 
 
+def bin_dir() -> pathlib.Path:
+    """Where tool() finds pypto-X: the tool server's shims, else this Python's bin folder."""
+    shims = sys.modules["toolserver"].shim_dir()        # loaded by tests/conftest.py
+    return pathlib.Path(shims) if shims else BIN
+
+
+def path_for() -> str:
+    """$PATH for a shell or make that runs pypto-X: bin_dir() first, then BIN."""
+    return os.pathsep.join(dict.fromkeys([str(bin_dir()), str(BIN), os.environ["PATH"]]))
+
+
 def tool(name: str, *args, input: bytes | None = None, debug: bool = False, cwd=None,
          **extra_env) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / f"pypto-{name}"), *map(str, args)], input=input,
+    return _run(bin_dir(), name, args, input, debug, cwd, extra_env)
+
+
+def real_tool(name: str, *args, input: bytes | None = None, debug: bool = False, cwd=None,
+              **extra_env) -> subprocess.CompletedProcess:
+    return _run(BIN, name, args, input, debug, cwd, extra_env)
+
+
+def _run(where, name, args, input, debug, cwd, extra_env) -> subprocess.CompletedProcess:
+    return subprocess.run([str(where / f"pypto-{name}"), *map(str, args)], input=input,
                           capture_output=True, env=env_for(debug, **extra_env), cwd=cwd,
                           timeout=180)
 
