@@ -480,3 +480,33 @@ class _Lanes:
         p.emit(f"{p.row_at(self.dst, '0')} = {c._st(self.dst.type.dtype, res, kind)};")
 
 
+# -- GM accesses of a run (c_plan) ------------------------------------------------------------
+
+def stores_meet(stores: list) -> bool:
+    """Could two stores of a run into one GM tensor touch one element? Row by row they would
+    run in another order; stores into constant, disjoint ranges of one dim (out[..., 0:64]
+    and out[..., 64:128]) never meet."""
+    for i, a in enumerate(stores):
+        for b in stores[i + 1:]:
+            if a.operands[1] is b.operands[1] and not _apart(a, b):
+                return True
+    return False
+
+
+def _apart(a, b) -> bool:
+    """Do two GM accesses cover constant, disjoint ranges of some dim?"""
+    for d, (oa, ob) in enumerate(zip(a.attrs["offsets"], b.attrs["offsets"])):
+        ea, eb = _extent(a, d), _extent(b, d)
+        if all(type(x) is int for x in (oa, ob, ea, eb)) and (oa + ea <= ob or ob + eb <= oa):
+            return True
+    return False
+
+
+def _extent(op, d: int):
+    """At most how many elements of GM dim d an access covers: its tile's (the valid extent
+    when that is a smaller constant)."""
+    t = op.operands[0].type
+    gr = len(op.attrs["offsets"])
+    size = t.shape[d - (gr - t.rank)] if d >= gr - t.rank else 1
+    v = op.attrs["valid"][d]
+    return min(size, v) if type(v) is int else size

@@ -24,8 +24,7 @@ cube_nbuffer_setting):
 
 The block records the merge (`merge=[dim, N]`); the buffers show on the tiles (`slots`)
 and, after alloc, on the block (`nbuffer`). On the host (no pipes: a task's instructions run
-in order) both default to off ([nbuffer] in host.toml); the README says what merging
-measured there.
+in order, so there is nothing to overlap) both default to off ([nbuffer] in host.toml).
 """
 from __future__ import annotations
 

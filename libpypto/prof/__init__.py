@@ -24,17 +24,37 @@ def profile(doc, chrome: str | None = None, svg: str | None = None, fmt: str = "
     when the record has one). The SVG swimlane draws the view's run: a lane per core (host)
     or per pipe per core (sim)."""
     from ..ir.files import atomic_write
-    from .sim import resolve_view, sim_svg, sim_tables, sim_trace
+    from .sim import resolve_view
     from .svg import swimlane_svg
     view = resolve_view(doc, view)
     predicted = predicted or doc.body[0].attrs.get("predicted")
-    text = tables(doc, fmt, predicted) if view == "host" else sim_tables(doc, fmt, predicted)
+    if view == "host":
+        text = tables(doc, fmt, predicted)
+        trace = chrome_trace(doc) if chrome else None
+        lanes = swimlane_svg(doc) if svg else None
+    else:
+        text, trace, lanes = _sim_views(doc, fmt, predicted, chrome, svg)
     if chrome:
-        trace = chrome_trace(doc) if view == "host" else sim_trace(doc)
         atomic_write(chrome, json.dumps(trace, indent=1, sort_keys=True).encode())
     if svg:
-        atomic_write(svg, (swimlane_svg(doc) if view == "host" else sim_svg(doc)).encode())
+        atomic_write(svg, lanes.encode())
     return text
+
+
+def _sim_views(doc, fmt, predicted, chrome, svg) -> tuple:
+    """The simulated run's tables, trace and swimlane. The schema checks the `sim` section's
+    head only (it is open: pipes, programs, events, per-core rows), so a section a file
+    made up that lacks or garbles what they read is an input error, not a crash."""
+    from ..errors import InputError
+    from .sim import sim_svg, sim_tables, sim_trace
+    try:
+        return (sim_tables(doc, fmt, predicted), sim_trace(doc) if chrome else None,
+                sim_svg(doc) if svg else None)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError,
+            ZeroDivisionError) as e:
+        raise InputError(f"the run record's simulated section (sim) is malformed "
+                         f"({type(e).__name__}: {e}); run pypto-run --target again to "
+                         f"make it") from None
 
 
 def _per_program(events, tasks, fmt):

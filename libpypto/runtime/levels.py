@@ -110,9 +110,13 @@ def run_level(doc, arrays: dict, env: dict, watch=None) -> list:
 
 def level_outputs(doc, arrays: dict, env: dict, watch=None) -> tuple[dict, list]:
     """The parameter arrays after running doc on a copy of arrays, at the doc's own level
-    (tile and block: run_level; exec, sched and code: their programs on numpy, in task
-    order on one thread), and the instructions that changed the watched element."""
+    (tensor: the interpreter, as after fold-scale; tile and block: run_level; exec, sched
+    and code: their programs on numpy, in task order on one thread), and the instructions
+    that changed the watched element (tile and block only)."""
     got = {k: v.copy() for k, v in arrays.items()}
+    if doc.level == "tensor":
+        from .interp import run_tensor
+        return run_tensor(doc, got, env), []
     if doc.level in ("tile", "block"):
         return got, run_level(doc, got, env, watch)
     from .executable import NumpyExecutable

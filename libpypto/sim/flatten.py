@@ -214,8 +214,12 @@ class _Template:
         self.oid = fl.index[pi][id(op)] if pi is not None else 0
         if pi is None:
             self.sync = None
-        else:       # a program's own flags; else, a Tensor-mode mixed program's cross events
-            self.sync = (_SYNC if fl.synced[pi] else _TENSOR_SYNC).get(op.name)
+        elif not fl.pro and op.name in _TENSOR_SYNC:
+            # a Tensor-mode mixed program's cross events: insert-sync leaves them alone (no
+            # flag orders a core's GM work before a set), so a set waits for that work
+            self.sync = _TENSOR_SYNC[op.name]
+        else:       # a program's own flags (Pro mode, or lowered with insert-sync)
+            self.sync = _SYNC.get(op.name) if fl.synced[pi] else None
         regions = fl.regions[pi] if fl.regions is not None and pi is not None else {}
         self.reads = [regions[id(v)][1] for v in sources(op) if id(v) in regions]
         self.writes = [regions[id(v)] for v in dests(op) if id(v) in regions]

@@ -19,6 +19,13 @@ EXAMPLES = sorted(p.stem for p in EXAMPLES_DIR.glob("*.py"))
 # how each level is reached from the tensor graph (DESIGN.md section 1); tile, block and exec
 # are lowered for the default (host) target, sched and code for a2
 TILE_PIPELINE = "fold-scale,tensor-to-tile,assign-memory"  # then block: fuse,mix-fuse,...
+
+
+def _stage(after: str, upto: str) -> str:
+    """The default pipeline's passes after pass `after` up to and including `upto`."""
+    from libpypto.passes import DEFAULT_PIPELINE
+    names = DEFAULT_PIPELINE.split(",")
+    return ",".join(names[names.index(after) + 1:names.index(upto) + 1])
 LEVELS = ("tensor", "tile", "block", "exec", "sched", "code")
 
 
@@ -55,8 +62,8 @@ def _level_bytes(name: str) -> dict:
     doc = pypto.trace(example_path(name))
     docs = {"tensor": doc}
     docs["tile"] = pypto.lower(doc, TILE_PIPELINE)
-    docs["block"] = pypto.lower(docs["tile"], "fuse,mix-fuse,forward,cse,dce,alloc")
-    docs["exec"] = pypto.lower(docs["block"], "make-exec")
+    docs["block"] = pypto.lower(docs["tile"], _stage("assign-memory", "insert-sync"))
+    docs["exec"] = pypto.lower(docs["block"], _stage("insert-sync", "gm-reuse"))
     # scheduled for a2 from the tensor graph, i.e. lowered for a2 (a graph lowered for the
     # host may use mixed cube+vector programs, which a2 cannot run)
     docs["sched"] = pypto.schedule(doc, "a2", example_bind(name))

@@ -174,9 +174,12 @@ def test_check_levels_prints_a_row_per_pass(cli, tmp_path):
                "--dump-tensors", tmp_path / "t", "-o", tmp_path / "r"))
     err = p.stderr.decode().splitlines()
     assert "pypto-run: wrote 5 tensors to " + str(tmp_path / "t") in err
-    rows = [ln.split()[1:4] for ln in err if ln.split()[1:2] in (["tile"], ["block"], ["exec"])]
-    assert [r[1] for r in rows] == ["tensor-to-tile", "assign-memory", "fuse", "forward", "cse",
-                                    "dce", "alloc", "make-exec"]
+    rows = [ln.split()[1:4] for ln in err
+            if ln.split()[1:2] in (["tile"], ["block"], ["exec"])]
+    assert [r[1] for r in rows] == ["tensor-to-tile", "assign-memory", "fuse", "mix-fuse",
+                                    "l1-reuse", "nbuffer", "forward", "cse", "dce",
+                                    "ooo-schedule", "alloc", "insert-sync", "make-exec",
+                                    "gm-reuse"]
     assert all(r[2] == "pass" for r in rows)
     assert "pypto-run: softmax: pass (y: max abs err" in p.stderr.decode()
     assert len(list((tmp_path / "t").iterdir())) == 5

@@ -136,8 +136,9 @@ def test_online_softmax_blocks_merge_to_the_whole_softmax(backend):
 
 def test_experimental_namespace():
     assert pypto.experimental.online_softmax.__name__ == "online_softmax"
-    with pytest.raises(AttributeError, match="pypto.experimental has no 'gather_in_l1'"):
-        pypto.experimental.gather_in_l1
+    assert pypto.experimental.gather_in_l1.__name__ == "gather_in_l1"
+    with pytest.raises(AttributeError, match="pypto.experimental has no 'gather_in_l2'"):
+        pypto.experimental.gather_in_l2
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
