@@ -403,6 +403,18 @@ def holds(exp, r: Reuse, need: set) -> bool:
     return True
 
 
+def _launch_env(exp, task, lc) -> dict:
+    """The sizes, and per instance of launch lc the grid index and the task's scalars, as
+    arrays (one entry per instance)."""
+    env = dict(exp.env)
+    rank = lc.grid_index.shape[1]
+    env.update({f"g{d}": lc.grid_index[:, d] for d in range(rank)})
+    for k, e in enumerate(task.attrs["scalars"]):
+        if isinstance(e, E.Expr) and e.op == "sym":
+            env[e.args[0]] = lc.scalars[:, rank + k]
+    return env
+
+
 def _holds(task, lc, ob, exp) -> bool:
     if ob[0] == "instances":
         return lc.n >= 1
@@ -410,12 +422,7 @@ def _holds(task, lc, ob, exp) -> bool:
     t, lo, hi = task.attrs["reads" if mode == "r" else "writes"][j]
     if lc.n == 0:
         return True
-    env = dict(exp.env)
-    rank = lc.grid_index.shape[1]
-    env.update({f"g{d}": lc.grid_index[:, d] for d in range(rank)})
-    for k, e in enumerate(task.attrs["scalars"]):
-        if isinstance(e, E.Expr) and e.op == "sym":
-            env[e.args[0]] = lc.scalars[:, rank + k]
+    env = _launch_env(exp, task, lc)
     shape = exp.shapes[task.operands[t].owner]
     try:
         for d, size in enumerate(shape):
@@ -479,12 +486,7 @@ def _touching(exp, op) -> list:
         idx = [i for i, v in enumerate(task.operands) if v is op.result]
         if not idx or lc.n == 0:
             continue
-        env = dict(exp.env)
-        rank = lc.grid_index.shape[1]
-        env.update({f"g{d}": lc.grid_index[:, d] for d in range(rank)})
-        for k, e in enumerate(task.attrs["scalars"]):
-            if isinstance(e, E.Expr) and e.op == "sym":
-                env[e.args[0]] = lc.scalars[:, rank + k]
+        env = _launch_env(exp, task, lc)
         hit = np.zeros(lc.n, bool)
         for key in ("reads", "writes"):
             for t, lo, hi in task.attrs[key]:
