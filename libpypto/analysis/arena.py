@@ -47,10 +47,11 @@ class _Site:
     """One task op of the document: its walk index, program position and enclosing regions
     (("loop", op) or ("arm", if op, arm index), outermost first)."""
 
-    __slots__ = ("task", "index", "pos", "path", "boxes", "single")
+    __slots__ = ("task", "index", "pos", "path", "key", "boxes", "single")
 
     def __init__(self, task, index: int, pos: int, path: tuple):
         self.task, self.index, self.pos, self.path = task, index, pos, path
+        self.key = tuple((step[0], id(step[1])) + step[2:] for step in path)
         self.single = all(g == 1 for g in task.attrs["grid"])
         # per operand tensor: [(mode, box index in its list, lo, hi)]
         self.boxes: dict = {}
@@ -68,12 +69,17 @@ class Reuse:
         self._pos = 0
         self._walk([op for op in doc.body if op.name not in ("source", "gm", "program")], ())
         self.end = self._pos
+        self.by_region: dict = {}        # region key -> its sites directly inside, in order
+        for s in self.sites:
+            self.by_region.setdefault(s.key, []).append(s)
         self.tensors = [op for op in doc.body if op.name == "gm" and "param" not in op.attrs]
         self.touch = {op.result: [s for s in self.sites if op.result in s.boxes]
                       for op in self.tensors}
         self.live = {op: self._range(op) for op in self.tensors}
         self._proofs: dict = {}
         self._always: dict = {}
+        self._ordered: dict = {}
+        self._chains: dict = {}
 
     def _walk(self, ops: list, path: tuple) -> None:
         for op in ops:
@@ -139,6 +145,12 @@ class Reuse:
     def ordered(self, a: _Site, b: _Site):
         """Obligations under which every instance of a and every instance of b (a earlier in
         program order) run one after the other whatever the iterations, or None."""
+        key = (a.index, b.index)
+        if key not in self._ordered:
+            self._ordered[key] = self._ordered_pair(a, b)
+        return self._ordered[key]
+
+    def _ordered_pair(self, a: _Site, b: _Site):
         direct = self.always(a, b)
         if direct is not None:
             return direct
@@ -173,26 +185,61 @@ class Reuse:
         two in program order, else first those after p (p's iteration), then those before
         q (q's). Every task in the middle must have an instance in every launch."""
         n = len(base)
+        key = (p.index, n, same, q.key)
+        if key not in self._chains:
+            self._chains[key] = self._chains_from(p, n, same, q.key)
+        return self._chains[key].get(q.index)
 
-        def near(c, s):
-            return c.path[:n] == base and _prefix(c.path[n:], s.path[n:])
+    def _chains_from(self, p: _Site, n: int, same: bool, qkey: tuple) -> dict:
+        """_between from p to every site q of region qkey at once: {q index: obligations},
+        q absent when no chain reaches it. The nodes of the chain to q are a prefix of one
+        list (the sites after p that run whenever it does and those that run whenever q
+        does, before q), walked once: a node is reached through the first (lowest) reached
+        node ordered with it, and q through the first reached node before it, not q itself,
+        ordered with q. always() is None unless two tasks share a tensor, so the candidates
+        of a node are the reached nodes touching one of its tensors."""
+        near_q = self._enclosing(self.by_region[qkey][0], n)
+        after_p = [c for c in self._enclosing(p, n) if c.pos > p.pos]
         if same:
-            mids = [c for c in self.sites if p.pos < c.pos < q.pos and (near(c, p) or near(c, q))]
+            nodes = [p] + sorted(set(after_p) | {c for c in near_q if c.pos > p.pos},
+                                 key=lambda c: c.pos)
         else:
-            mids = [c for c in self.sites if c.pos > p.pos and near(c, p)] + \
-                [c for c in self.sites if c.pos < q.pos and near(c, q)]
-        nodes = [p] + mids + [q]
-        reach: list = [set()] + [None] * (len(nodes) - 1)
-        for i in range(1, len(nodes)):
-            for j in range(i):
-                if reach[j] is None or nodes[j] is nodes[i]:
-                    continue
-                got = self.always(nodes[j], nodes[i])
-                if got is not None:
-                    reach[i] = reach[j] | got | ({("instances", nodes[i].index)}
-                                                  if i < len(nodes) - 1 else set())
-                    break
-        return reach[-1]
+            nodes = [p] + after_p + near_q
+        by_tensor: dict = {}        # tensor -> indices of the reached nodes touching it
+        reach: list = []            # per node: its chain's obligations, or None
+        out: dict = {}
+
+        def first(c):
+            best = None
+            for t in c.boxes:
+                for j in by_tensor.get(t, ()):
+                    if best is not None and j >= best[0]:
+                        break
+                    if nodes[j] is not c:
+                        got = self.always(nodes[j], c)
+                        if got is not None:
+                            best = (j, got)
+                            break
+            return None if best is None else reach[best[0]] | best[1]
+        for i, c in enumerate(nodes):
+            r = set() if i == 0 else first(c)
+            if i and r is not None:
+                if c.key == qkey and (same or i > len(after_p)):
+                    out[c.index] = r
+                r = r | {("instances", c.index)}
+            reach.append(r)
+            if r is not None:
+                for t in c.boxes:
+                    by_tensor.setdefault(t, []).append(i)
+        return out
+
+    def _enclosing(self, s: _Site, n: int) -> list:
+        """The sites in s's region or a region enclosing it at least n deep, in order: the
+        tasks that run whenever s runs, in its iteration of those n regions."""
+        out: list = []
+        for k in range(n, len(s.key) + 1):
+            out += self.by_region.get(s.key[:k], ())
+        return sorted(out, key=lambda c: c.pos) if len(s.key) > n else out
 
     def always(self, a: _Site, c: _Site):
         """Obligations under which every instance of any launch of a and of c run one after
@@ -320,9 +367,11 @@ def _largest(es: list):
 def _first_fit(size, taken: list):
     """The lowest candidate offset (0, or the end of a taken span) provably clear of every
     taken span for all sizes, else past the end of all of them."""
-    cands = [0] + [E.add(o, s) for o, s in sorted(taken, key=lambda x: _order_key(x[0]))]
+    spans = [(o, E.add(o, s)) for o, s in taken]
+    cands = [0] + [end for _, end in sorted(spans, key=lambda x: _order_key(x[0]))]
     for c in cands:
-        if all(_le(E.add(c, size), o) or _le(E.add(o, s), c) for o, s in taken):
+        top = E.add(c, size)
+        if all(_le(top, o) or _le(end, c) for o, end in spans):
             return c
     return _largest(cands[1:])
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import pathlib
+import warnings
 
 import numpy as np
 import pytest
@@ -138,3 +139,72 @@ def test_offsets_a_file_made_up_give_no_arena(offset):
     doc = split_flash_attention()
     gms(doc)["ws13"].attrs["arena"] = offset
     assert A.layout(doc, expand(doc, {"S": 192})) is None
+
+
+def _between_per_pair(r, p, q, base, same):
+    """_between as its docstring defines it, one pair at a time: the nodes listed afresh,
+    each reached through the lowest earlier reached node ordered with it."""
+    n = len(base)
+
+    def near(c, s):
+        return c.path[:n] == base and A._prefix(c.path[n:], s.path[n:])
+    if same:
+        mids = [c for c in r.sites if p.pos < c.pos < q.pos and (near(c, p) or near(c, q))]
+    else:
+        mids = [c for c in r.sites if c.pos > p.pos and near(c, p)] + \
+            [c for c in r.sites if c.pos < q.pos and near(c, q)]
+    nodes = [p] + mids + [q]
+    reach: list = [set()] + [None] * (len(nodes) - 1)
+    for i in range(1, len(nodes)):
+        for j in range(i):
+            if reach[j] is None or nodes[j] is nodes[i]:
+                continue
+            got = r.always(nodes[j], nodes[i])
+            if got is not None:
+                reach[i] = reach[j] | got | ({("instances", nodes[i].index)}
+                                              if i < len(nodes) - 1 else set())
+                break
+    return reach[-1]
+
+
+def _gated_delta_rule():
+    spec = importlib.util.spec_from_file_location(
+        "gmr_gdr", ROOT / "examples/models/qwen3_next_gated_delta_rule.py")
+    m = importlib.util.module_from_spec(spec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")    # the reference's device options
+        spec.loader.exec_module(m)
+    return m
+
+
+@pytest.mark.parametrize("name", EXAMPLES + ["gated_delta_rule"])
+def test_chains_found_in_one_walk_are_those_of_the_definition(name):
+    """The chains of every pair of sites, every region depth, both modes, as the one-walk
+    search (_chains_from) finds them and as the per-pair definition does: the same
+    obligations, or None for both."""
+    if name == "gated_delta_rule":         # 150 sites in a loop: the case the walk is for
+        m = _gated_delta_rule()
+        ins, outs = m.make_inputs()
+        k = m.chunk_gated_delta_rule_kernel
+        arrays = dict(zip([n for n, _ in k.tensor_params], ins + outs))
+        static = {f"{n}_{a}": int(arrays[n].shape[a]) for n, spec in k.tensor_params
+                  for a, d in enumerate(spec.shape) if d is pypto.STATIC}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            doc = pypto.lower(pypto.trace(str(ROOT / "examples/models/qwen3_next_gated_delta_rule.py"),
+                                          kernel="chunk_gated_delta_rule_kernel", bind=static))
+    else:
+        doc = example(name)
+    r = A.Reuse(doc)
+    checked = 0
+    for p in r.sites:
+        for q in r.sites:
+            common = A._common(p.path, q.path)
+            for n in range(len(common) + 1):
+                for same in ((True, False) if p.pos < q.pos else (False,)):
+                    if same and n != len(common):
+                        continue
+                    assert r._between(p, q, common[:n], same) == \
+                        _between_per_pair(r, p, q, common[:n], same), (p.index, q.index, n)
+                    checked += 1
+    assert checked >= len(r.sites) ** 2
