@@ -44,7 +44,7 @@ from ..errors import CompileError, UsageError
 from ..ir import expr as E
 from ..ir.core import Document, Op, copy_doc
 from .alloc import iteration
-from .sync_model import MANUAL, Flag, Violation, Walk, anchors, build, placement
+from .sync_model import MANUAL, Flag, Violation, Walk, anchors, build, placement, sizes
 
 MAX_FLAGS = 4096          # a walk that keeps finding work past this many flags is a bug
 
@@ -85,7 +85,8 @@ def sync_region(ops: list, align: int, limit: int) -> tuple[list, dict]:
 
 
 def _scenarios(roots) -> list:
-    """(symbolic trip counts, arm of symbolic branches) to walk: only the first when the
+    """(symbolic trip counts, arm of symbolic branches, sizes of the symbols that set
+    the trip counts: sync_model.sizes, least and largest) to walk: only the first when the
     block has no symbolic loop or branch."""
     loops = branches = False
     stack = list(roots)
@@ -100,7 +101,14 @@ def _scenarios(roots) -> list:
             stack.extend(r)
     trips = ["U", 1, 0] if loops else ["U"]
     arms = [0, 1] if branches else [0]
-    return [(t, a) for a in arms for t in trips]
+    out: list = []
+    for a in arms:
+        for t in trips:
+            for most in (False, True):
+                sc = (t, a, sizes(roots, t, most))
+                if sc not in out:
+                    out.append(sc)
+    return out
 
 
 def _derive(roots, scenarios) -> list:

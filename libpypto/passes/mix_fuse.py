@@ -382,11 +382,15 @@ def _symbols(attrs) -> set:
 
 def _band(op, grid):
     """c when the access's dim-0 offset is c * g0 (canonical over grid), its tile at most c
-    rows there and no other offset uses g0; else None."""
+    rows there and no other offset uses g0; else None. A grid of one instance in its first
+    dim is one band: an access at dim-0 offset 0 is in the band of its tile's rows."""
     offs = op.attrs["offsets"]
     if not offs:
         return None
     first = canonical(offs[0], grid)
+    tile, gm = op.operands[0].type, op.operands[1].type
+    if first == 0 and grid[0] == 1:
+        return tile.shape[0] if tile.rank == gm.rank else 1
     g0 = E.sym("g0")
     if not (isinstance(first, E.Expr) and first.op == "mul" and len(first.args) == 2 and
             first.args[0] == g0 and isinstance(first.args[1], int)):
@@ -395,7 +399,6 @@ def _band(op, grid):
     if any("g0" in E.free_symbols(canonical(o, grid)) for o in offs[1:]
            if isinstance(o, E.Expr)):
         return None
-    tile, gm = op.operands[0].type, op.operands[1].type
     if tile.rank == gm.rank and tile.shape[0] > c:
         return None
     return c

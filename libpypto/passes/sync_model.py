@@ -10,7 +10,10 @@ pipe an in-order queue, happens-before as vector clocks, a flag's n-th wait taki
 clock of its n-th set, a barrier joining every pipe. Loops run a representative number of
 iterations: a static trip count as it is (a long one cut to a count with the same remainder
 modulo the loop's buffer count), a symbolic one 0, 1 or U = 2N + 1 times (a scenario), a
-branch whose condition is not static either arm. An access that overlaps an earlier access
+branch whose condition is not static either arm. Both counts reach R iterations further,
+R the largest constant in a branch condition on the loop variable: a software-pipelined
+loop (mix-fuse) starts its phase of delay d under `d <= i`, its first step under
+`i - d == 0`, so the walk runs the iterations where every phase and arm is live. An access that overlaps an earlier access
 of another pipe, one of them a write, with no happens-before between them is a violation:
 `Walk.run` reports the first one (find mode: the pass adds a flag for it) or whether there
 is none (check mode).
@@ -37,12 +40,12 @@ GM_WRITES = {"tstore": (1,), "tscatter": (0,)}
 class Node:
     """One op of the block as the model sees it."""
 
-    __slots__ = ("op", "kind", "pipe", "acc", "regions", "parent", "arm", "slots", "seq",
-                 "first", "last")
+    __slots__ = ("op", "kind", "pipe", "acc", "regions", "parent", "arm", "slots", "reach",
+                 "seq", "first", "last")
 
     def __init__(self, op, kind, parent, arm):
         self.op, self.kind, self.parent, self.arm = op, kind, parent, arm
-        self.pipe, self.acc, self.regions, self.slots = None, [], [], 1
+        self.pipe, self.acc, self.regions, self.slots, self.reach = None, [], [], 1, 0
         self.seq = self.first = self.last = 0
 
     def __repr__(self) -> str:
@@ -78,6 +81,7 @@ def _region(ops, parent, arm, align, tiles) -> list:
             node.regions = [_region(op.regions[0], node, 0, align, tiles)]
             node.slots = max([t.attrs.get("slots", 1) for t in op.regions[0]
                               if t.name == "tile"] + [1])
+            node.reach = _reach(op)
         elif n == "if":
             node = Node(op, "if", parent, arm)
             node.regions = [_region(r, node, i, align, tiles) for i, r in enumerate(op.regions)]
@@ -95,6 +99,31 @@ def _region(ops, parent, arm, align, tiles) -> list:
             node.acc = _accesses(op, align, tiles)
         out.append(node)
     return out
+
+
+def _reach(loop) -> int:
+    """The largest integer constant in a branch condition of the loop's body that names the
+    loop variable (0 if none): a software-pipelined loop guards its late phases by
+    `d <= i`, `i - d == 0`, so a walk must run past iteration d to see them."""
+    var, most = loop.attrs["var"], 0
+    stack = list(loop.regions[0])
+    while stack:
+        op = stack.pop()
+        for r in op.regions:
+            stack.extend(r)
+        cond = op.attrs.get("cond") if op.name == "if" else None
+        if isinstance(cond, E.Expr) and var in E.free_symbols(cond):
+            terms = [cond]            # the constants of its sums and comparisons
+            while terms:
+                t = terms.pop()
+                if isinstance(t, int):
+                    most = max(most, abs(t))
+                elif isinstance(t, E.Expr) and t.op in _AFFINE:
+                    terms.extend(t.args)
+    return most
+
+
+_AFFINE = ("add", "lt", "le", "eq", "ne", "and", "or", "not")
 
 
 def _accesses(op, align: int, tiles: dict) -> list:
@@ -183,13 +212,14 @@ class Walk:
 
     def __init__(self, roots, flags, scenario):
         self.roots, self.trips, self.arm = roots, scenario[0], scenario[1]
+        self.sizes = scenario[2] if len(scenario) > 2 else {}
         self.pre, self.post = anchors(flags)
         self.clk: dict = {}
         self.floor: dict = {}        # what every pipe knows after the last barrier
         self.recs: dict = {}
         self.queues: dict = {}
         self.its: dict = {}          # loop node -> current iteration
-        self.env: dict = {}
+        self.env: dict = dict(self.sizes)
         self.dyn = 0
 
     def run(self) -> None:
@@ -214,7 +244,7 @@ class Walk:
     def loop(self, n) -> None:
         a = n.op.attrs
         start, step = a["start"], a["step"]
-        for i in range(trip_count(n, self.trips)):
+        for i in range(trip_count(n, self.trips, self.sizes)):
             self.its[n] = i
             self.env[a["var"]] = start + i * step if isinstance(start, int) and \
                 isinstance(step, int) else i
@@ -330,19 +360,98 @@ def anchors(flags) -> tuple:
     return pre, post
 
 
-def trip_count(n, trips) -> int:
-    """The iterations a walk runs loop node n for (see the module docstring)."""
+def trip_count(n, trips, sizes=None) -> int:
+    """The iterations a walk runs loop node n for (see the module docstring); sizes: the
+    scenario's values of symbols (sizes()), which make a symbolic trip count exact."""
     a = n.op.attrs
     start, stop, step = a["start"], a["stop"], a["step"]
     period = max(1, n.slots)
+    reach = -(-n.reach // abs(step)) if isinstance(step, int) and step else n.reach
+    exact = isinstance(start, int) and isinstance(step, int) and step > 0 and sizes and \
+        isinstance(stop, E.Expr) and E.free_symbols(stop) <= sizes.keys()
+    if exact:
+        stop = E.evaluate(stop, sizes)
     if all(isinstance(x, int) for x in (start, stop, step)):
         t = max(0, -(-(stop - start) // step))
-        cap = 2 * period + 2
+        cap = 2 * period + 2 + reach
+        if exact and t <= 4 * cap:
+            return t
         return t if t <= cap else cap - ((cap - t) % period)
     most = None
     if isinstance(start, int) and isinstance(step, int) and step > 0:
         hi = E.bounds(stop, {})[1]
         if hi is not None:
             most = max(0, -(-(hi - start) // step))
-    want = 2 * period + 1 if trips == "U" else trips
+    want = 2 * period + 1 + reach if trips == "U" else trips
     return want if most is None else min(want, most)
+
+
+def sizes(roots, trips, most: bool = False) -> dict:
+    """Values of the symbols of symbolic trip counts for a scenario (trips "U", 1 or 0),
+    so that the walk evaluates the branches on them exactly: a loop's count is its value
+    at 0 plus that many (U: as trip_count counts), at the least value of the one symbol its
+    stop names besides those already given (most: the largest value with that count, so
+    a size that divides and one that leaves a tail are both walked). A pipelined loop
+    `for i in [0, S // 64 + 4)` gets S = 0, 64 or 64 U (63, 127, 64 U + 63): no step, one
+    step (first and last at once) and several, where the arms of `i - 4 == 0` and `i - 4
+    == S // 64 - 1` go as in a real run. A stop naming no symbol or several (or a loop
+    variable) stays as trip_count counts it."""
+    out: dict = {}
+    loopvars: set = set()
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if n.kind == "for":
+            loopvars.add(n.op.attrs["var"])
+        for r in n.regions:
+            stack.extend(r)
+    stack = list(reversed(roots))
+    while stack:
+        n = stack.pop()
+        for r in reversed(n.regions):
+            stack.extend(reversed(r))
+        if n.kind != "for":
+            continue
+        a = n.op.attrs
+        start, stop, step = a["start"], a["stop"], a["step"]
+        if not (isinstance(start, int) and isinstance(step, int) and step > 0 and
+                isinstance(stop, E.Expr)):
+            continue
+        free = E.free_symbols(stop) - out.keys()
+        if len(free) != 1 or free & loopvars:
+            continue
+        (x,) = free
+
+        def count(v, x=x, stop=stop, start=start, step=step):
+            return max(0, -(-(E.evaluate(stop, {**out, x: v}) - start) // step))
+        try:
+            base = count(0)
+        except (E.UnboundSymbol, ZeroDivisionError):
+            continue
+        period = max(1, n.slots)
+        more = 2 * period + 1 + -(-n.reach // step) if trips == "U" else trips
+        want, hi = base + more, 1
+        while count(hi) < want and hi < 1 << 40:
+            hi *= 2
+        if count(hi) < want:
+            continue
+        least = _least(count, want, hi)
+        if most and count(least) == want:
+            top = hi
+            while count(top) <= want and top < 1 << 40:
+                top *= 2
+            least = _least(count, want + 1, top) - 1 if count(top) > want else least
+        out[x] = least
+    return out
+
+
+def _least(count, want: int, hi: int) -> int:
+    """The least v in [0, hi] with count(v) >= want (count grows with v; count(hi) >= want)."""
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if count(mid) >= want:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo

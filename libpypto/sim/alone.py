@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import UsageError
+from ..ir.mix_ops import clustered
 from ..targets.costs import PIPES, Costs
 from . import classes, native
 from .engine import Engine
-from .flatten import Flattener
+from .flatten import Context, Flattener
 
 
 def instance_costs(exp, target) -> dict:
@@ -39,7 +41,11 @@ def instance_costs(exp, target) -> dict:
     hbm, floor = _hbm_bytes(acc, len(p.tpl), costs)
     group, first = _groups(p, acc)
     make = classes.instance_streams(p, p.keys)
-    alone = np.array([_alone(make(i), costs, _warm(p, acc, i)) for i in first.tolist()]
+    cluster = [not _own_core(programs[pi], target) for pi in prog_of]
+    task_of = [lc.task for lc in exp.launches]
+    alone = np.array([_alone_cluster(exp, fl, prog_of, tensors, costs, i)
+                      if cluster[task_of[int(exp.launch_of[i])]] else
+                      _alone(make(i), costs, _warm(p, acc, i)) for i in first.tolist()]
                      ).reshape(-1, 3)
     per = alone[group] if exp.n else np.zeros((0, 3))
     return {"cycles": costs.dispatch + per[:, 0], "gm_cycles": per[:, 1],
@@ -60,6 +66,48 @@ def _alone(st, costs, warm: list) -> tuple:
     gm = [k for k, g in enumerate(st.gm) if g is not None]
     busy = sum(eng.events[r.evid[k]][3] - eng.events[r.evid[k]][2] for k in gm if r.evid[k] >= 0)
     return r.end, busy, float(sum(st.gm[k][1] for k in gm))
+
+
+def _own_core(prog, target) -> bool:
+    """Does the program run on one core (not a mixed program for a cluster of a cube and
+    two vector cores, sim/__init__.py's _kind)?"""
+    return not (prog.attrs["core"] == "mixed" and not target.cores().get("mixed")
+                and clustered(prog))
+
+
+def _alone_cluster(exp, fl, prog_of, tensors, costs, i: int) -> tuple:
+    """_alone for an instance of a mixed program on a cluster: its three parts (the cube's
+    sections and each vector core's) on three cores from time 0, the cross-core events
+    between them; the L2 starts cold."""
+    lc = exp.launches[int(exp.launch_of[i])]
+    pi = prog_of[lc.task]
+    prog = fl.programs[pi]
+    row = [int(x) for x in lc.scalars[i - lc.first]]
+    g = prog.attrs["grid_rank"]
+    env = {f"g{d}": row[d] for d in range(g)}
+    env.update({s: row[g + k] for k, s in enumerate(prog.attrs["scalars"])})
+    eng = Engine(costs, 3, len(PIPES))
+    got, streams = [], []
+    for cid, kind in enumerate(("cube", "vector", "vector")):
+        ctx = Context(tensors[lc.task], i, cid, kind, part=True)
+        fl.flags = eng.room()
+        st = fl.flatten(pi, env, ctx)
+        eng.max_events = max(eng.max_events, 3 * len(st))
+        streams.append(st)
+    for cid, st in enumerate(streams):
+        eng.start(st, cid, 0.0, got.append)
+    eng.run()
+    if len(got) != 3:
+        raise UsageError(f"program {prog.attrs['name']}: its cluster parts do not finish "
+                         f"when run alone (a cross-core event nobody sets)")
+    busy = nbytes = 0.0
+    for r in got:
+        st = r.st
+        gm = [k for k, x in enumerate(st.gm) if x is not None]
+        busy += sum(eng.events[r.evid[k]][3] - eng.events[r.evid[k]][2]
+                    for k in gm if r.evid[k] >= 0)
+        nbytes += float(sum(st.gm[k][1] for k in gm))
+    return max(r.end for r in got), busy, nbytes
 
 
 class _Acc:

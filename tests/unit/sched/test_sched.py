@@ -134,7 +134,10 @@ def test_equal_priorities_go_to_the_lower_id_and_the_lower_core():
 
 
 def test_flash_attention_path_runs_through_its_loop(ex):
-    doc = pypto.schedule(pypto.lower(ex.doc("flash_attention", "tensor"), None, "a2"), None,
+    """Unfused (mix-fuse off: fused, the loop is one mixed program, one task)."""
+    from libpypto.passes import DEFAULT_PIPELINE
+    unmixed = DEFAULT_PIPELINE.replace("mix-fuse", "mix-fuse{enable=false}")
+    doc = pypto.schedule(pypto.lower(ex.doc("flash_attention", "tensor"), unmixed, "a2"), None,
                          ex.bind("flash_attention"))
     a = schedule_attrs(doc)
     path = a["critical_tasks"]
