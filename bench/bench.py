@@ -8,7 +8,7 @@ interleaved, REPS times each, and the table gives medians (and pypto's best run)
 call follows an untimed call of the same side (idle cores wake slowly on this VM, and
 OpenBLAS keeps its threads spinning between calls); after a BLAS call the benchmark pauses
 long enough for OpenBLAS's workers to stop spinning (they would steal the second core from
-the next run). pypto's outputs are preallocated (the kernel writes in place; first-touch page
+the next run), after a torch call 0.25 s (its OpenMP workers spin for up to 200 ms). pypto's outputs are preallocated (the kernel writes in place; first-touch page
 faults are paid once, in the warm-up call); numpy and torch run as users write them,
 allocating their results. Correctness: pypto's output is compared with numpy's once per case.
 
@@ -206,8 +206,8 @@ def measure(run: dict, reps: int, blas: bool) -> dict:
         for name, fn in run.items():
             fn()
             times[name].append(timed(fn))
-            if name != "pypto":             # OpenBLAS (and torch's pool) spin after a call
-                time.sleep(0.15 if blas else 0.02)
+            if name != "pypto":             # OpenBLAS and torch's pool spin after a call
+                time.sleep(0.25 if name.startswith("torch") else 0.15 if blas else 0.02)
     return times
 
 

@@ -336,7 +336,18 @@ def interleaved(fns: dict, reps: int, cpu: dict | None = None) -> dict:
             t0 = clock()
             fn()
             ts[k].append((clock() - t0) / cpu.get(k, 1))
+            if k in SPINNERS:
+                time.sleep(SPIN_S)
     return {k: statistics.median(v) for k, v in ts.items()}
+
+
+# torch's OpenMP workers spin for up to 200 ms after a parallel region (KMP_BLOCKTIME's
+# default) and take the cores from whatever runs next: measured here, examples/softmax.py
+# at 16384 x 1024 ran 10.9 ms alone and 15.4 ms right after a torch.softmax call (10.8
+# after a 200 ms pause; 8.1 vs 7.9 with OMP_WAIT_POLICY=PASSIVE). So a torch side is
+# followed by a pause longer than that, and torch keeps its default waiting.
+SPINNERS = ("te", "tc")
+SPIN_S = 0.25
 
 
 def pypto_fn(k, args, threads):
