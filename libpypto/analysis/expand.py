@@ -19,7 +19,10 @@ from ..ir import expr as E
 from .access import check_accesses
 from .limits import require
 
-GRANULE_CAP = 1 << 20     # granules per tensor; coarser granules only add false dependencies
+# granules per tensor, at least: coarser granules only add false dependencies between
+# launches, but two instances of one launch writing one granule are refused (the last writer
+# of a granule is one instance), so a tensor may have as many granules as twice its boxes
+GRANULE_CAP = 1 << 20
 
 
 @dataclass
@@ -203,7 +206,8 @@ def _col(v, n: int) -> np.ndarray:
 
 
 def _granules(boxes: list, shapes: list) -> list:
-    """Granule size per dim for every tensor: gcd of all box boundaries, capped in count."""
+    """Granule size per dim for every tensor: gcd of all box boundaries, capped in count
+    (GRANULE_CAP, or twice the tensor's boxes when more)."""
     per: dict = {}
     for accs in boxes:
         for gm, _, lo, hi in accs:
@@ -218,7 +222,8 @@ def _granules(boxes: list, shapes: list) -> list:
                 vals.append(int(np.gcd.reduce(np.clip(hi[:, d], 0, size))) if hi.size else 0)
             g.append(max(1, reduce(gcd, vals)))
         counts = [-(-s // x) for s, x in zip(shape, g)]
-        while int(np.prod(counts)) > GRANULE_CAP:
+        cap = max(GRANULE_CAP, 2 * sum(lo.shape[0] for lo, _ in per.get(gm, [])))
+        while int(np.prod(counts)) > cap:
             d = int(np.argmax(counts))
             g[d] *= 2
             counts[d] = -(-shape[d] // g[d])
