@@ -3,14 +3,15 @@ one thread and with two, against the machine's measured limits.
 
 Cases come from this file (the examples' softmax, rmsnorm and matmul) and from every suite
 module next to it that exists (SUITES: bench/matmul.py), each exposing
-`cases(quick)` (the interface is in bench/README.md). Per case and thread count, the sides run
-interleaved, REPS times each, and the table gives medians (and pypto's best run): every timed
-call follows an untimed call of the same side (idle cores wake slowly on this VM, and
+`cases(quick)` (the interface is in bench/README.md). Per case and thread count, the sides
+run interleaved, REPS times each, and the table gives medians (and pypto's best run): every
+timed call follows an untimed call of the same side (idle cores wake slowly on this VM, and
 OpenBLAS keeps its threads spinning between calls); after a BLAS call the benchmark pauses
 long enough for OpenBLAS's workers to stop spinning (they would steal the second core from
-the next run), after a torch call 0.25 s (its OpenMP workers spin for up to 200 ms). pypto's outputs are preallocated (the kernel writes in place; first-touch page
-faults are paid once, in the warm-up call); numpy and torch run as users write them,
-allocating their results. Correctness: pypto's output is compared with numpy's once per case.
+the next run), after a torch call 0.25 s (its OpenMP workers spin for up to 200 ms). pypto's
+outputs are preallocated (the kernel writes in place; first-touch page faults are paid once,
+in the warm-up call); numpy and torch run as users write them, allocating their results.
+Correctness: pypto's output is compared with numpy's once per case.
 
 "% of limit" is pypto's rate over the machine's limit measured in this run (bench/limits.py):
 bytes moved over the STREAM triad bandwidth, or FLOPs over the fp32 FMA rate. "best other"

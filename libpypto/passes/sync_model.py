@@ -10,11 +10,13 @@ pipe an in-order queue, happens-before as vector clocks, a flag's n-th wait taki
 clock of its n-th set, a barrier joining every pipe. Loops run a representative number of
 iterations: a static trip count as it is (a long one cut to a count with the same remainder
 modulo the loop's buffer count), a symbolic one 0, 1 or U = 2N + 1 times (a scenario), a
-branch whose condition is not static either arm. Both counts reach R iterations further,
-R the largest constant in a branch condition on the loop variable: a software-pipelined
-loop (mix-fuse) starts its phase of delay d under `d <= i`, its first step under
-`i - d == 0`, so the walk runs the iterations where every phase and arm is live. An access that overlaps an earlier access
-of another pipe, one of them a write, with no happens-before between them is a violation:
+branch whose condition is not static either arm. Both counts reach R iterations further, R
+the largest constant in a branch condition on the loop variable: a software-pipelined loop
+(mix-fuse) starts its phase of delay d under `d <= i`, its first step under `i - d == 0`,
+so the walk runs the iterations where every phase and arm is live; a scenario also gives
+the symbol of a symbolic trip count a value that makes the count exact (`sizes`), so
+branches on the sizes go as in a real run. An access that overlaps an earlier access of
+another pipe, one of them a write, with no happens-before between them is a violation:
 `Walk.run` reports the first one (find mode: the pass adds a flag for it) or whether there
 is none (check mode).
 
