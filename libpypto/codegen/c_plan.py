@@ -98,8 +98,9 @@ class RowRun:
     the points of the tiles' leading dims `lead` (a row is the last dim);
     `local` tiles get one row on the stack; `in_place` are the local tiles whose only write is
     a same-dtype row load: a fully valid row is read where it lies in GM (no copy), the row
-    on the stack takes only rows with a tail; `streams` are the stores whose output may
-    stream; `tiles` every tile the body touches, in order; `units` the body's units."""
+    on the stack takes only rows with a tail; `own` hoisted tiles loaded into storage of
+    their own; `streams` are the stores whose output may stream; `tiles` every tile the body
+    touches, in order; `units` the body's units."""
 
     span: list
     rows: int
@@ -111,6 +112,7 @@ class RowRun:
     streams: list = field(default_factory=list)
     tiles: list = field(default_factory=list)
     units: list = field(default_factory=list)
+    own: set = field(default_factory=set)
 
 
 @dataclass(eq=False)
@@ -693,13 +695,21 @@ class _Planner:
             return None
         local = self.row_locals(body, lead)
         ones = self.one_rows(span, local)           # their row with a tail: on the stack too
-        if (sum(v.type.shape[-1] * v.type.dtype.itemsize for v in local)
-                + sum(v.type.nbytes for v in ones)) > ROW_STACK:
+        room = ROW_STACK - sum(v.type.shape[-1] * v.type.dtype.itemsize for v in local) - \
+            sum(v.type.nbytes for v in ones)
+        private, own = local | ones, set()
+        if room < 0:
             return None
-        private = local | ones
         if _reordered(self.accesses(span, lead, hoisted, private), rows):
-            return None
-        return RowRun(span, rows, hoisted, local, lead=lead)
+            # hoisted loads whose arena bytes alloc shared (rope's cos and sin in a full
+            # UB) take storage of their own: the load their only write, every read here
+            own = {op.operands[0] for op in hoisted if op.operands[0] not in self.views and
+                   self.writes.get(op.operands[0], 0) == 1 and
+                   self.reads.get(op.operands[0], 0) == _count(span, op.operands[0], sources)}
+            if not own or sum(v.type.nbytes for v in own) > room or \
+                    _reordered(self.accesses(span, lead, hoisted, private | own), rows):
+                return None
+        return RowRun(span, rows, hoisted, local, lead=lead, own=own)
 
     def row_locals(self, body: list, lead: tuple) -> set:
         """The run's own tiles: all their accesses in it, a write first, a row small enough."""

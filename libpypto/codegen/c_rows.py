@@ -35,6 +35,14 @@ class RowRuns:
 
     def row_run(self, run) -> None:
         """for r < R: the run's units on row r (its local tiles declared per row)."""
+        if run.own:             # a scope whose tile pointers hide the arena's
+            self.emit("{   /* loads every row reads whole, each in storage of its own */")
+            self.depth += 1
+            for v in sorted(run.own, key=self.tile):
+                t, n = v.type, self.tile(v)
+                self.emit(f"{t.dtype.c_type} {n}_own[{t.nbytes // t.dtype.itemsize}] "
+                          f"__attribute__((aligned(64)));")
+                self.emit(f"{t.dtype.c_type} *const {n} = {n}_own;")
         for op in run.hoisted:
             self.op(op)
         state = _RowState(run)
@@ -74,6 +82,9 @@ class RowRuns:
             self.emit(f"pp_store_end({var});")
         self.depth -= 1
         self.emit("}")
+        if run.own:
+            self.depth -= 1
+            self.emit("}")
 
     def row_indices(self, state) -> list:
         """Declarations of the row's index along each leading dim (row r of a run over
