@@ -2,7 +2,7 @@
 one thread and with two, against the machine's measured limits.
 
 Cases come from this file (the examples' softmax, rmsnorm and matmul) and from every suite
-module next to it that exists (SUITES: bench/matmul.py), each exposing
+module next to it that exists (SUITES: bench/matmul.py, bench/attention.py), each exposing
 `cases(quick)` (the interface is in bench/README.md). Per case and thread count, the sides
 run interleaved, REPS times each, and the table gives medians (and pypto's best run): every
 timed call follows an untimed call of the same side (idle cores wake slowly on this VM, and
@@ -45,7 +45,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-SUITES = ("matmul",)     # bench/<name>.py with cases(quick) or bench_cases(quick), if present
+SUITES = ("matmul", "attention")  # bench/<name>.py with cases(quick) or bench_cases(quick)
 # bench/fused.py is a script of its own (three tables); make bench runs it after this one
 
 

@@ -31,8 +31,8 @@ def test_bench_quick_prints_every_case_and_says_what_it_skipped():
     out = run("bench/bench.py", "--quick", "--reps", "1")
     for op in ("softmax", "rmsnorm", "matmul"):                # one row per thread count
         assert len(re.findall(rf"^{op}  +\S", out, re.M)) == 2, out
-    silu = re.escape("matmul f32 + bias + silu")                # a row of a suite
-    assert len(re.findall(rf"^{silu}  +\S", out, re.M)) == 2, out
+    for row in ("matmul f32 + bias + silu", "flash attention"):     # rows of the suites
+        assert len(re.findall(rf"^{re.escape(row)}  +\S", out, re.M)) == 2, out
     assert "MISMATCH" not in out
     assert "STREAM triad GB/s" in out and "overhead us" in out
     assert "skipped torch.compile: --quick" in out or "skipped torch eager" in out
