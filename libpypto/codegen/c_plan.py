@@ -697,9 +697,9 @@ class _Planner:
         ones = self.one_rows(span, local)           # their row with a tail: on the stack too
         room = ROW_STACK - sum(v.type.shape[-1] * v.type.dtype.itemsize for v in local) - \
             sum(v.type.nbytes for v in ones)
-        private, own = local | ones, set()
         if room < 0:
             return None
+        private, own = local | ones, set()
         if _reordered(self.accesses(span, lead, hoisted, private), rows):
             # hoisted loads whose arena bytes alloc shared (rope's cos and sin in a full
             # UB) take storage of their own: the load their only write, every read here

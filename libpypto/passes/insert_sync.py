@@ -101,13 +101,12 @@ def _scenarios(roots) -> list:
             stack.extend(r)
     trips = ["U", 1, 0] if loops else ["U"]
     arms = [0, 1] if branches else [0]
+    given = [(t, sizes(roots, t, most)) for t in trips for most in (False, True)]
     out: list = []
     for a in arms:
-        for t in trips:
-            for most in (False, True):
-                sc = (t, a, sizes(roots, t, most))
-                if sc not in out:
-                    out.append(sc)
+        for t, env in given:
+            if (t, a, env) not in out:
+                out.append((t, a, env))
     return out
 
 

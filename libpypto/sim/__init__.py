@@ -57,7 +57,7 @@ from ..targets.costs import PIPES, Costs
 from . import classes, native
 from ..analysis.native import no_gc
 from .engine import MAX_EVENTS, Engine
-from .flatten import Context, Flattener
+from .flatten import Context, Flattener, instance_env
 
 CORE_KINDS = {"vector": ("vector", "mixed"), "cube": ("cube", "mixed"), "mixed": ("mixed",),
               "cluster": ("cube", "vector")}
@@ -242,11 +242,8 @@ class _Dispatcher:
         li = int(exp.launch_of[i])
         lc = exp.launches[li]
         prog = self.fl.programs[self.prog_of[lc.task]]
-        row = [int(x) for x in lc.scalars[i - lc.first]]
         self.fl.flags = self.eng.room()
-        g = prog.attrs["grid_rank"]
-        env = {f"g{d}": row[d] for d in range(g)}
-        env.update({s: row[g + k] for k, s in enumerate(prog.attrs["scalars"])})
+        env = instance_env(prog, lc, i)
         if ctx is None:
             ctx = Context(self.tensors[lc.task])
         ctx.tensors = self.tensors[lc.task]

@@ -21,11 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UsageError
-from ..ir.mix_ops import clustered
 from ..targets.costs import PIPES, Costs
-from . import classes, native
+from . import _kind, classes, lanes, native
 from .engine import Engine
-from .flatten import Context, Flattener
+from .flatten import Context, Flattener, instance_env
 
 
 def instance_costs(exp, target) -> dict:
@@ -41,7 +40,8 @@ def instance_costs(exp, target) -> dict:
     hbm, floor = _hbm_bytes(acc, len(p.tpl), costs)
     group, first = _groups(p, acc)
     make = classes.instance_streams(p, p.keys)
-    cluster = [not _own_core(programs[pi], target) for pi in prog_of]
+    kinds = lanes(target.cores())
+    cluster = [_kind(programs[pi], kinds) == "cluster" for pi in prog_of]
     task_of = [lc.task for lc in exp.launches]
     alone = np.array([_alone_cluster(exp, fl, prog_of, tensors, costs, i)
                       if cluster[task_of[int(exp.launch_of[i])]] else
@@ -63,16 +63,15 @@ def _alone(st, costs, warm: list) -> tuple:
     eng.start(st, 0, 0.0, got.append)
     eng.run()
     r = got[0]
+    return (r.end,) + _gm_work(eng, r)
+
+
+def _gm_work(eng, r) -> tuple:
+    """(cycles, bytes) of the GM transfers of run r."""
+    st = r.st
     gm = [k for k, g in enumerate(st.gm) if g is not None]
     busy = sum(eng.events[r.evid[k]][3] - eng.events[r.evid[k]][2] for k in gm if r.evid[k] >= 0)
-    return r.end, busy, float(sum(st.gm[k][1] for k in gm))
-
-
-def _own_core(prog, target) -> bool:
-    """Does the program run on one core (not a mixed program for a cluster of a cube and
-    two vector cores, sim/__init__.py's _kind)?"""
-    return not (prog.attrs["core"] == "mixed" and not target.cores().get("mixed")
-                and clustered(prog))
+    return busy, float(sum(st.gm[k][1] for k in gm))
 
 
 def _alone_cluster(exp, fl, prog_of, tensors, costs, i: int) -> tuple:
@@ -82,10 +81,7 @@ def _alone_cluster(exp, fl, prog_of, tensors, costs, i: int) -> tuple:
     lc = exp.launches[int(exp.launch_of[i])]
     pi = prog_of[lc.task]
     prog = fl.programs[pi]
-    row = [int(x) for x in lc.scalars[i - lc.first]]
-    g = prog.attrs["grid_rank"]
-    env = {f"g{d}": row[d] for d in range(g)}
-    env.update({s: row[g + k] for k, s in enumerate(prog.attrs["scalars"])})
+    env = instance_env(prog, lc, i)
     eng = Engine(costs, 3, len(PIPES))
     got, streams = [], []
     for cid, kind in enumerate(("cube", "vector", "vector")):
@@ -100,14 +96,8 @@ def _alone_cluster(exp, fl, prog_of, tensors, costs, i: int) -> tuple:
     if len(got) != 3:
         raise UsageError(f"program {prog.attrs['name']}: its cluster parts do not finish "
                          f"when run alone (a cross-core event nobody sets)")
-    busy = nbytes = 0.0
-    for r in got:
-        st = r.st
-        gm = [k for k, x in enumerate(st.gm) if x is not None]
-        busy += sum(eng.events[r.evid[k]][3] - eng.events[r.evid[k]][2]
-                    for k in gm if r.evid[k] >= 0)
-        nbytes += float(sum(st.gm[k][1] for k in gm))
-    return max(r.end for r in got), busy, nbytes
+    work = [_gm_work(eng, r) for r in got]
+    return max(r.end for r in got), sum(w[0] for w in work), sum(w[1] for w in work)
 
 
 class _Acc:

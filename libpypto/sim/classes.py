@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import warn
 from ..ir import expr as E
-from .flatten import Context
+from .flatten import Context, row_names
 
 NOT_TIMED = frozenset({"offsets", "init", "row0"})     # attributes no cost depends on
 GM_OPS = ("tload", "tstore", "tgather", "tscatter")
@@ -54,7 +54,7 @@ def plan(exp, fl, prog_of: list, tensors: list, intern=None) -> Plan:
         if lc.n == 0:
             continue
         pi = prog_of[lc.task]
-        names = _row_names(fl.programs[pi])
+        names = row_names(fl.programs[pi])
         for members, sig, boxes in _classes(fl.programs[pi], names, lc.scalars,
                                             tensors[lc.task]):
             ids = members + lc.first
@@ -187,11 +187,6 @@ def same_stream(a, b) -> bool:
             (b.pipe, b.dur, b.preds, b.post, b.need, b.op, b.flag, b.xflag):
         return False
     return [g and g[1:] for g in a.gm] == [g and g[1:] for g in b.gm]
-
-
-def _row_names(prog) -> list:
-    g = prog.attrs["grid_rank"]
-    return [f"g{d}" for d in range(g)] + list(prog.attrs["scalars"])
 
 
 def _env(names, row) -> dict:

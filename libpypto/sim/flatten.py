@@ -85,6 +85,16 @@ class Context:
         self.part = part        # a mixed program for a cluster: only core_id's sections
 
 
+def row_names(prog) -> list:
+    """The names of a launch's scalar row: the grid variables, then the program's scalars."""
+    return [f"g{d}" for d in range(prog.attrs["grid_rank"])] + list(prog.attrs["scalars"])
+
+
+def instance_env(prog, lc, i: int) -> dict:
+    """The grid variables and scalars of instance i of launch lc of prog."""
+    return {n: int(v) for n, v in zip(row_names(prog), lc.scalars[i - lc.first])}
+
+
 class Flattener:
     """Flattens instances of the programs of one document for one target's costs."""
 
