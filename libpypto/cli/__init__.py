@@ -24,9 +24,32 @@ def _say(prog: str, kind: str, message: str | None = None) -> None:
     sys.stderr.flush()
 
 
+def _interrupted_while_starting(signum, frame) -> None:
+    os.write(2, f"{_starting}: interrupted\n".encode())
+    os._exit(130)               # nothing is open or half-written yet: no cleanup to run
+
+
+_starting = "pypto"
+
+
+def starting(prog: str) -> None:
+    """Called first by a tool's main.py, before its imports (a second or more on a loaded
+    machine): Ctrl-C meanwhile is the tool's one `prog: interrupted` line and exit 130, not
+    a traceback from inside an import. run_tool puts Python's own handler back, so that
+    from then on an interrupt unwinds through the error boundary and its cleanups."""
+    import signal
+    global _starting
+    _starting = prog
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+
 def run_tool(app, prog: str) -> None:
     """Run a typer app behind the error boundary: every failure is one stderr line and one
     of the exit codes above; a traceback only with PYPTO_DEBUG=1."""
+    import signal
+    if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     import typer
     try:
         from click.exceptions import ClickException, NoSuchOption

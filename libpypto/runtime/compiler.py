@@ -4,7 +4,8 @@ The cache ($PYPTO_CACHE_DIR, else $XDG_CACHE_HOME/pypto or ~/.cache/pypto) is ne
 blindly:
 
 - An entry is the compiled file followed by a trailer naming the key it was built for (a hash
-  of the source, the flags, the compiler's version and the entry format) and the sha256 of
+  of the source, the flags, the compiler's version, what -march=native means on this
+  machine and the entry format) and the sha256 of
   what precedes it. It is verified before it is handed out: one that is truncated, garbled,
   or built for another key (another kernel's library copied over it) is rebuilt with a
   warning, never loaded.
@@ -27,7 +28,8 @@ not against someone who can write the cache: they could as well edit this librar
 Vector math: where the compiler links glibc's libmvec (probed once per process, mvec_flags),
 the optimised build adds -DPP_MVEC and -lmvec; the prelude then declares math.h's float
 functions SIMD-enabled and gcc vectorises loops over them into libmvec's vector variants
-(codegen/c_prelude.h). The flags are part of the cache key.
+(codegen/c_prelude.h). The flags are part of the cache key, and so is what -march=native
+expands to on this machine (native_target).
 
 Sanitized builds (`pypto-run --sanitize`, the `sanitizing()` block, `sanitize=True`): the
 kernel and the runtime are built with AddressSanitizer and UndefinedBehaviorSanitizer at -O1
@@ -124,6 +126,25 @@ def mvec_flags(cc: str) -> tuple:
 
 
 @lru_cache(maxsize=4)
+def native_target(cc: str) -> str:
+    """What -march=native means on this machine: the instruction-set options cc's driver
+    expands it to (-march=znver3 -mavx2 -mno-avx512f ...), or "" when it does not say.
+
+    Part of the cache key: a cache shared by machines of different CPUs (a home directory
+    on NFS, a CI cache moved between runners) never hands an AVX-512 build to a CPU without
+    it, where it would die of SIGILL, nor an AVX2 build to one that has more."""
+    try:
+        err = subprocess.run([cc, "-march=native", "-###", "-E", "-x", "c", os.devnull],
+                             capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    # gcc's cc1 line carries "-march=znver3" -mavx2 ...; clang's "-target-cpu" "znver3"
+    # "-target-feature" "+avx2" ...
+    return "\n".join(line.strip() for line in err.splitlines()
+                     if "-march=" in line or "-target-cpu" in line)
+
+
+@lru_cache(maxsize=4)
 def _cc_version(cc: str) -> str:
     try:
         return subprocess.run([cc, "--version"], capture_output=True, text=True,
@@ -179,7 +200,7 @@ def cache_key(source: str, sanitize: bool = False) -> str:
         if len(_keys) >= 16:       # sources can be megabytes: keep a few
             _keys.clear()
         key = _keys[k] = _digest("\0".join([source, " ".join(flags), _cc_version(cc),
-                                            ENTRY_FORMAT]).encode())
+                                            native_target(cc), ENTRY_FORMAT]).encode())
     return key
 
 

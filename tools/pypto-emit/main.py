@@ -1,6 +1,9 @@
 """pypto-emit: emit the PTO instruction listing and program source for a schedule."""
 from __future__ import annotations
 
+from libpypto.cli import starting
+starting("pypto-emit")     # first: Ctrl-C during the imports below is one line, exit 130
+
 import typer
 
 from libpypto.cli import op_options, run_tool, save_doc

@@ -1,6 +1,9 @@
 """pypto-lower: lower a graph through a pass pipeline (default: tensor -> exec)."""
 from __future__ import annotations
 
+from libpypto.cli import starting
+starting("pypto-lower")     # first: Ctrl-C during the imports below is one line, exit 130
+
 from typing import List, Optional
 
 import typer

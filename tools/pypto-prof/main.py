@@ -1,6 +1,9 @@
 """pypto-prof: summarise a run record; write a Perfetto trace and an SVG swimlane."""
 from __future__ import annotations
 
+from libpypto.cli import starting
+starting("pypto-prof")     # first: Ctrl-C during the imports below is one line, exit 130
+
 from typing import Optional
 
 import typer

@@ -1,6 +1,9 @@
 """pypto-run: compile and run a graph on the host, verify it against numpy."""
 from __future__ import annotations
 
+from libpypto.cli import starting
+starting("pypto-run")     # first: Ctrl-C during the imports below is one line, exit 130
+
 from typing import Optional
 
 import typer

@@ -1,6 +1,9 @@
 """pypto-sched: schedule an Execute Graph onto a target's cores."""
 from __future__ import annotations
 
+from libpypto.cli import starting
+starting("pypto-sched")     # first: Ctrl-C during the imports below is one line, exit 130
+
 from libpypto.cli import op_options, run_tool, save_doc
 from libpypto.cli.options import Bind, Const, Full, Kernel, Out, Src, Target, Text, Version, \
     examples, make_app

@@ -1,6 +1,9 @@
 """pypto-trace: trace a @pypto.jit kernel of an op file into its Tensor Graph."""
 from __future__ import annotations
 
+from libpypto.cli import starting
+starting("pypto-trace")     # first: Ctrl-C during the imports below is one line, exit 130
+
 import typer
 
 from libpypto.cli import op_options, run_tool, save_doc

@@ -300,8 +300,28 @@ def test_interrupt_exits_130():
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode == 130
-    assert err.decode() == "pypto-lower: interrupted\n"
+    assert (p.returncode, err.decode()) == (130, "pypto-lower: interrupted\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("after", [0.1, 0.3])
+def test_interrupt_while_the_tool_is_still_importing_exits_130(after):
+    """Ctrl-C before the tool is up (its imports take a second on a loaded machine) is the
+    same one line and exit 130, never a traceback from inside an import. The tool then waits
+    on stdin, so it cannot finish before the signal, whenever it comes."""
+    import signal
+    import time
+    p = subprocess.Popen([str(BIN / "pypto-run")], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for())
+    try:
+        time.sleep(after)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert (p.returncode, err.decode()) == (130, "pypto-run: interrupted\n")
 
 
 # -- usage errors ------------------------------------------------------------------------------

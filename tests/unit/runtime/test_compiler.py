@@ -150,6 +150,17 @@ def test_a_cached_entry_is_hashed_once_per_process(cache, monkeypatch, warnings_
     assert len(warnings_seen) == 1
 
 
+def test_another_cpu_means_another_entry(cache, monkeypatch):
+    """-march=native builds for the CPU it runs on: a cache shared with a machine of another
+    CPU must not hand its build over (an AVX-512 library dies of SIGILL on an AVX2 CPU)."""
+    here = compiler.native_target(compiler.find_cc())
+    assert here                               # gcc and clang both say what it expands to
+    key = compiler.cache_key(source())
+    compiler._forget()
+    monkeypatch.setattr(compiler, "native_target", lambda cc: here + " -mavx512f")
+    assert compiler.cache_key(source()) != key
+
+
 def test_the_sanitized_build_is_a_separate_entry(cache):
     assert compiler.cache_key(source()) != compiler.cache_key(source(), sanitize=True)
 
