@@ -5,10 +5,9 @@ blindly:
 
 - An entry is the compiled file followed by a trailer naming the key it was built for (a hash
   of the source, the flags, the compiler's version, what -march=native means on this
-  machine and the entry format) and the sha256 of
-  what precedes it. It is verified before it is handed out: one that is truncated, garbled,
-  or built for another key (another kernel's library copied over it) is rebuilt with a
-  warning, never loaded.
+  machine and the entry format) and the sha256 of what precedes it. It is verified before
+  it is handed out: one that is truncated, garbled, or built for another key (another
+  kernel's library copied over it) is rebuilt with a warning, never loaded.
 - A warm run hashes each thing once per process: the key of a source is remembered, and so
   is a verified entry, by its stat fingerprint (device, inode, size, mtime); a changed file
   has a new fingerprint and is verified again.
@@ -127,8 +126,9 @@ def mvec_flags(cc: str) -> tuple:
 
 @lru_cache(maxsize=4)
 def native_target(cc: str) -> str:
-    """What -march=native means on this machine: the instruction-set options cc's driver
-    expands it to (-march=znver3 -mavx2 -mno-avx512f ...), or "" when it does not say.
+    """What -march=native means on this machine: the lines of cc's driver output that give
+    the CPU and instruction sets it expands to (-march=znver3 -mavx2 -mno-avx512f ...), or
+    "" when it does not say.
 
     Part of the cache key: a cache shared by machines of different CPUs (a home directory
     on NFS, a CI cache moved between runners) never hands an AVX-512 build to a CPU without

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from toolrun import BIN, SOFTMAX, env_for
+from toolrun import BIN, SOFTMAX, env_for, interrupted
 
 toolserver = sys.modules["toolserver"]
 
@@ -127,17 +127,8 @@ def test_a_terminal_is_a_terminal(shims):
 
 
 def test_signals_reach_the_tool(shims):
-    p = subprocess.Popen([str(shims / "pypto-lower")], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for())
-    try:
-        time.sleep(1.0)                 # blocked reading stdin
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 130 and err == b"pypto-lower: interrupted\n"
+    # blocked reading stdin after a second
+    assert interrupted(shims / "pypto-lower", 1.0) == (130, "pypto-lower: interrupted\n")
 
 
 def test_a_tool_killed_by_a_signal_kills_its_shim(shims, tmp_path):

@@ -30,7 +30,7 @@ from libpypto.ir import serde
 from libpypto.ir.text import parse_doc
 
 from toolrun import (ADD, BIN, EX, READERS, ROOT, RUN_FAST, SOFTMAX, TOOLS, WRITERS,  # noqa: F401
-                     env_for, level_of, ok, one_error_line, tool, tools)
+                     env_for, interrupted, level_of, ok, one_error_line, tool, tools)
 
 
 # -- help ------------------------------------------------------------------------------------
@@ -288,19 +288,8 @@ def test_internal_errors_are_one_line_unless_debugging(files, tmp_path):
 
 @pytest.mark.slow
 def test_interrupt_exits_130():
-    import signal
-    import time
-    p = subprocess.Popen([str(BIN / "pypto-lower")], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for())
-    try:
-        time.sleep(1.0)                 # started and blocked reading stdin
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert (p.returncode, err.decode()) == (130, "pypto-lower: interrupted\n")
+    # started and blocked reading stdin after a second
+    assert interrupted(BIN / "pypto-lower", 1.0) == (130, "pypto-lower: interrupted\n")
 
 
 @pytest.mark.slow
@@ -309,19 +298,7 @@ def test_interrupt_while_the_tool_is_still_importing_exits_130(after):
     """Ctrl-C before the tool is up (its imports take a second on a loaded machine) is the
     same one line and exit 130, never a traceback from inside an import. The tool then waits
     on stdin, so it cannot finish before the signal, whenever it comes."""
-    import signal
-    import time
-    p = subprocess.Popen([str(BIN / "pypto-run")], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for())
-    try:
-        time.sleep(after)
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert (p.returncode, err.decode()) == (130, "pypto-run: interrupted\n")
+    assert interrupted(BIN / "pypto-run", after) == (130, "pypto-run: interrupted\n")
 
 
 # -- usage errors ------------------------------------------------------------------------------

@@ -64,6 +64,24 @@ def _run(where, name, args, input, debug, cwd, extra_env) -> subprocess.Complete
                           timeout=180)
 
 
+def interrupted(exe: pathlib.Path, after: float) -> tuple:
+    """(exit code, stderr) of exe run with its stdin open (so it waits there once up),
+    sent SIGINT `after` seconds from its start."""
+    import signal
+    import time
+    p = subprocess.Popen([str(exe)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env_for())
+    try:
+        time.sleep(after)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return p.returncode, err.decode()
+
+
 def tools(*calls: tuple) -> list:
     """Several tool(...) runs at once (each call: (name, args, kwargs)); results in order."""
     from concurrent.futures import ThreadPoolExecutor
