@@ -8,6 +8,8 @@ module only gives them C names and prints them.
 """
 from __future__ import annotations
 
+import re
+
 from . import c_text as c
 
 
@@ -27,6 +29,7 @@ class _RowState:
         self.stream: dict = {}        # tstore -> its streaming flag
         self.prefetch: list = []      # (C name, bytes per element) of the next row's GM loads
         self.guard = True             # lane steps test their column against the valid count
+        self.group = ""               # with a group of rows: the index of row r in it
 
 
 class RowRuns:
@@ -34,7 +37,8 @@ class RowRuns:
     row, and the row_* methods an instruction for row r of its tiles."""
 
     def row_run(self, run) -> None:
-        """for r < R: the run's units on row r (its local tiles declared per row)."""
+        """for r < R: the run's units on row r (its local tiles declared per row); with a
+        group of G rows (RowRun.group), for each G rows: each unit on each of them in turn."""
         if run.own:             # a scope whose tile pointers hide the arena's
             self.emit("{   /* loads every row reads whole, each in storage of its own */")
             self.depth += 1
@@ -53,31 +57,21 @@ class RowRuns:
         for op in run.streams:
             state.stream[op] = self.fresh("stream")
             self.emit(f"const int {state.stream[op]} = {self.stream_test(op.operands[1])};")
-        self.emit(f"for (int64_t {r} = 0; {r} < {run.rows}; {r}++) {{")
-        self.depth += 1
-        at = len(self.lines)
-        self.row = state
-        decl = self.row_indices(state)       # the rows the loop body uses, at its top
-        pf_decl = self.prefetch_rows(run)
-        self.units(run.units)
-        self.row = None
-        for v in run.tiles:
-            if v in state.used:
-                t, n = v.type, self.tile(v)
-                ct, C = t.dtype.c_type, t.shape[-1]
-                if v in run.in_place:      # a full row in GM, else this row (c_plan.RowRun)
-                    decl.append(f"{ct} {n}_b[{C}];  /* row {r} of {t} with a tail */")
-                    decl.append(f"const {ct} *{n} = {n}_b;")
-                elif v in run.local:
-                    decl.append(f"{ct} {n}[{C}];  /* row {r} of {t} */")
-                else:
-                    decl.append(f"{ct} *const {state.ptr[v]} = {n} + "
-                                f"{c._paren(state.ptr_row[v])} * {C};")
-        for name, addr in pf_decl:
-            decl.append(f"const char *const {name} = (const char *)({addr});  /* next row */")
-        self.lines[at:at] = ["    " * self.depth + line for line in decl]
-        self.depth -= 1
-        self.emit("}")
+        if run.group > 1:
+            self.row_groups(run, state)
+        else:
+            self.emit(f"for (int64_t {r} = 0; {r} < {run.rows}; {r}++) {{")
+            self.depth += 1
+            at = len(self.lines)
+            self.row = state
+            decl = self.row_indices(state)       # the rows the loop body uses, at its top
+            pf_decl = self.prefetch_rows(run)
+            self.units(run.units)
+            self.row = None
+            decl += self.row_decls(run, state)[1] + self.prefetch_decls(pf_decl)
+            self.lines[at:at] = ["    " * self.depth + line for line in decl]
+            self.depth -= 1
+            self.emit("}")
         for var in state.stream.values():
             self.emit(f"pp_store_end({var});")
         self.depth -= 1
@@ -85,6 +79,75 @@ class RowRuns:
         if run.own:
             self.depth -= 1
             self.emit("}")
+
+    def row_groups(self, run, state) -> None:
+        """for rb < R step G: the group's stack rows, then per unit: for q < G, row rb + q's
+        names (its indices, its rows, its next-row pointers), then the unit."""
+        G, r = run.group, state.var
+        rb, q = self.fresh("rb"), self.fresh("q")
+        state.group = q
+        self.emit(f"for (int64_t {rb} = 0; {rb} < {run.rows}; {rb} += {G}) {{  "
+                  f"/* {G} rows through each unit in turn */")
+        self.depth += 1
+        at = len(self.lines)
+        self.row = state
+        idx = self.row_indices(state)
+        pf_decl = self.prefetch_rows(run)
+        spans = []
+        self.depth += 1
+        for u in run.units:
+            start = len(self.lines)
+            self.units([u])
+            spans.append((start, len(self.lines)))
+        self.depth -= 1
+        self.row = None
+        group_decl, names = self.row_decls(run, state)
+        pad, inner = "    " * self.depth, "    " * (self.depth + 1)
+        decls = [f"const int64_t {r} = {rb} + {q};"] + idx + names + \
+            self.prefetch_decls(pf_decl)
+        for start, end in reversed(spans):
+            body = self.lines[start:end]
+            self.lines[end:end] = [pad + "}"]
+            self.lines[start:start] = [f"{pad}for (int {q} = 0; {q} < {G}; {q}++) {{"] + \
+                [inner + line for line in _needed(decls, body)]
+        self.lines[at:at] = [pad + line for line in group_decl]
+        self.depth -= 1
+        self.emit("}")
+
+    def row_decls(self, run, state) -> tuple[list, list]:
+        """The C declarations of the rows the body touched: (the group's stack rows, the
+        names of row r). Without a group, row r's rows are on the stack themselves."""
+        r, q, G = state.var, state.group, run.group
+        group, names = [], []
+        for v in run.tiles:
+            if v not in state.used:
+                continue
+            t, n = v.type, self.tile(v)
+            ct, C = t.dtype.c_type, t.shape[-1]
+            if v in run.in_place:      # a full row in GM, else this row (c_plan.RowRun)
+                if q:
+                    group += [f"{ct} {n}_bg[{G}][{C}];  /* rows of {t} with a tail */",
+                              f"const {ct} *{n}_g[{G}] = {{0}};"]
+                    names += [f"{ct} *const {n}_b = {n}_bg[{q}];",
+                              f"const {ct} *{n} = {n}_g[{q}];"]
+                else:
+                    names += [f"{ct} {n}_b[{C}];  /* row {r} of {t} with a tail */",
+                              f"const {ct} *{n} = {n}_b;"]
+            elif v in run.local:
+                if q:
+                    group.append(f"{ct} {n}_g[{G}][{C}];  /* rows of {t} */")
+                    names.append(f"{ct} *const {n} = {n}_g[{q}];")
+                else:
+                    names.append(f"{ct} {n}[{C}];  /* row {r} of {t} */")
+            else:
+                names.append(f"{ct} *const {state.ptr[v]} = {n} + "
+                             f"{c._paren(state.ptr_row[v])} * {C};")
+        return group, names
+
+    @staticmethod
+    def prefetch_decls(pf_decl: list) -> list:
+        return [f"const char *const {name} = (const char *)({addr});  /* next row */"
+                for name, addr in pf_decl]
 
     def row_indices(self, state) -> list:
         """Declarations of the row's index along each leading dim (row r of a run over
@@ -178,7 +241,8 @@ class RowRuns:
         row r, which the hardware prefetchers alone do not (they stop at page boundaries and
         run only a few lines ahead of the demand loads)."""
         out, r, R = [], self.row.var, run.rows
-        lead = self.row.lead
+        lead, ahead = self.row.lead, run.group        # with a group: the next group's row
+        nx = f"{r} + {ahead}"
         for op in run.body:
             if op.name == "tload" and self.row_local_of(op.operands[0]):
                 name = self.fresh("pf")
@@ -186,9 +250,9 @@ class RowRuns:
                 if len(lead) == 1:
                     last = (f"{self.ex(gm.type.shape[-2])} - 1 - "
                             f"{c._paren(self.ex(op.attrs['offsets'][-2]))}")
-                    nxt = [f"pp_min({r} + 1, {last})"]
+                    nxt = [f"pp_min({nx}, {last})"]
                 else:          # the next row of the tile (its last row: itself again)
-                    q = f"({r} + 1 < {R} ? {r} + 1 : {r})"
+                    q = f"({nx} < {R} ? {nx} : {r})"
                     nxt, inner = [], 1
                     for size in reversed(lead):
                         nxt.append(f"{q} / {inner} % {size}" if inner > 1 else f"{q} % {size}")
@@ -224,6 +288,8 @@ class RowRuns:
             self.emit(f"if ({n} == {C}) {dst} = {src};")
             self.emit(f"else {{ if ({n}) memcpy({buf}, {src}, {n} * {dt.itemsize}); "
                       f"memset({buf} + {n}, 0, ({C} - {n}) * {dt.itemsize}); {dst} = {buf}; }}")
+            if self.row.group:        # the later units' row rb + q reads it there
+                self.emit(f"{dst}_g[{self.row.group}] = {dst};")
             self.depth -= 1
             self.emit("}")
             return
@@ -436,6 +502,18 @@ class RowRuns:
         value = element(j, "0", "    ")
         self.emit(f"    {g}[{j}] = {value};")
         self.emit("}")
+
+
+def _needed(decls: list, body: list) -> list:
+    """The declarations (each naming one C variable, after the ones it uses) that body uses,
+    directly or through a later one kept."""
+    text, keep = "\n".join(body), []
+    for line in reversed(decls):
+        name = re.match(r"[^=]*?([A-Za-z_]\w*)\s*=", line).group(1)
+        if re.search(rf"\b{name}\b", text):
+            keep.append(line)
+            text += "\n" + line
+    return keep[::-1]
 
 
 class _Lanes:

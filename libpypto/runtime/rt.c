@@ -1,11 +1,15 @@
 /* pypto host runtime: run task instances on a pool of threads in dependency order (MPMD).
 
    Tasks arrive in schedule order (their index is their priority). A task becomes ready when
-   its last predecessor finishes; idle workers take the ready task with the lowest index, and
+   its last predecessor finishes. The ready tasks are an interval of consecutive indices
+   [lo, hi) (the tasks ready from the start, and each that becomes ready at hi) and a heap of
+   the rest: the interval costs nothing per task, the heap a logarithm's worth of cache lines.
+   Idle workers take the ready task with the lowest index, and
    with it, up to the task's batch count (a table the JIT plans: instances of little work
    each), the ready tasks that directly follow it in index order with the same program,
    while enough ready work stays for the other workers: one lock and one wake-up per batch
-   instead of per task. Each task still records its own start and end.
+   instead of per task. Each task still records its own start and end (in a batch, a task's
+   start is the end of the one before it: one clock read per task).
    Every worker owns a scratch arena (the core's on-chip buffers) and records when each task
    started and ended, and on which worker. Compiled together with the emitted programs. */
 #include <stdint.h>
@@ -31,8 +35,9 @@ typedef struct {
     /* shared state */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int64_t *heap;
+    int64_t *heap;                /* ready tasks outside [lo, hi) */
     int64_t heap_n;
+    int64_t lo, hi;               /* ready tasks lo, lo + 1, ..., hi - 1 */
     int64_t remaining;
     int64_t running;              /* tasks taken and not finished */
     struct timespec t0;
@@ -72,17 +77,36 @@ static int64_t pp_heap_pop(pp_run_state *st) {
     return top;
 }
 
+static int64_t pp_ready(const pp_run_state *st) { return st->heap_n + (st->hi - st->lo); }
+
+/* The lowest ready index (some task is ready), taken. */
+static int64_t pp_take(pp_run_state *st) {
+    if (st->lo < st->hi && (st->heap_n == 0 || st->lo < st->heap[0])) return st->lo++;
+    return pp_heap_pop(st);
+}
+
+/* Task s became ready. */
+static void pp_readied(pp_run_state *st, int64_t s) {
+    if (s == st->hi && st->lo < st->hi) st->hi++;
+    else if (st->lo == st->hi && (st->heap_n == 0 || s < st->heap[0])) st->lo = s, st->hi = s + 1;
+    else pp_heap_push(st, s);
+}
+
 /* How many tasks to run from t on (t already taken, the lock held): t and the ready tasks
-   t + 1, t + 2, ... of t's program while they top the heap, up to t's batch count and to a
+   t + 1, t + 2, ... of t's program while they are the lowest ready, up to t's batch count and to a
    share that leaves the other workers as much ready work as this one takes. */
 static int64_t pp_take_batch(pp_run_state *st, int64_t t) {
     if (!st->batch || st->batch[t] <= 1) return 1;
-    int64_t cap = st->batch[t], fair = st->heap_n / (2 * (int64_t)st->nthreads) + 1;
+    int64_t cap = st->batch[t], fair = pp_ready(st) / (2 * (int64_t)st->nthreads) + 1;
     if (cap > fair) cap = fair;
     int64_t n = 1;
-    while (n < cap && st->heap_n > 0 && st->heap[0] == t + n && st->prog[t + n] == st->prog[t]) {
-        pp_heap_pop(st);
-        n++;
+    for (; n < cap; n++) {
+        int64_t u = t + n;
+        int in_run = st->lo == u && u < st->hi && (st->heap_n == 0 || u < st->heap[0]);
+        if (!(in_run || (st->heap_n > 0 && st->heap[0] == u)) || st->prog[u] != st->prog[t])
+            break;
+        if (in_run) st->lo++;
+        else pp_heap_pop(st);
     }
     return n;
 }
@@ -93,7 +117,7 @@ static int64_t pp_take_batch(pp_run_state *st, int64_t t) {
 static void pp_work(pp_run_state *st, int core, char *arena) {
     pthread_mutex_lock(&st->mu);
     for (;;) {
-        while (st->heap_n == 0 && st->remaining > 0 && !st->failed) {
+        while (pp_ready(st) == 0 && st->remaining > 0 && !st->failed) {
             if (st->running == 0) {
                 st->failed = 1;
                 pthread_cond_broadcast(&st->cv);
@@ -102,14 +126,15 @@ static void pp_work(pp_run_state *st, int core, char *arena) {
             pthread_cond_wait(&st->cv, &st->mu);
         }
         if (st->remaining == 0 || st->failed) break;
-        int64_t t = pp_heap_pop(st), n = pp_take_batch(st, t);
+        int64_t t = pp_take(st), n = pp_take_batch(st, t);
         st->running += n;
         pthread_mutex_unlock(&st->mu);
+        int64_t at = pp_now_ns(&st->t0);
         for (int64_t u = t; u < t + n; u++) {
-            st->t_start[u] = pp_now_ns(&st->t0);
+            st->t_start[u] = at;
             pypto_programs[st->prog[u]](st->tensors + st->tensor_off[u],
                                         st->scalars + st->scalar_off[u], arena);
-            st->t_end[u] = pp_now_ns(&st->t0);
+            st->t_end[u] = at = pp_now_ns(&st->t0);
             st->t_core[u] = core;
         }
         pthread_mutex_lock(&st->mu);
@@ -118,7 +143,7 @@ static void pp_work(pp_run_state *st, int core, char *arena) {
         for (int64_t k = st->succ_off[t]; k < st->succ_off[t + n]; k++) {
             int64_t s = st->succ[k];
             if (--st->npred[s] == 0) {
-                pp_heap_push(st, s);
+                pp_readied(st, s);
                 woke++;
             }
         }
@@ -286,7 +311,7 @@ static int pp_run(int64_t ntasks, const int32_t *prog, void *const *tensors,
     pthread_mutex_init(&st.mu, NULL);
     pthread_cond_init(&st.cv, NULL);
     for (int64_t t = 0; t < ntasks; t++)
-        if (npred[t] == 0) pp_heap_push(&st, t);
+        if (npred[t] == 0) pp_readied(&st, t);
     if (nthreads < 1) nthreads = 1;
     if (ntasks < nthreads) nthreads = ntasks > 1 ? (int)ntasks : 1;   /* no idle workers */
     int have = pp_pool_grow(nthreads);

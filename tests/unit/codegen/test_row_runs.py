@@ -118,3 +118,70 @@ def test_stores_into_disjoint_halves_of_a_row_share_a_run():
     a, b = x[:, :128].astype(np.float32), x[:, 128:].astype(np.float32)
     want = np.concatenate([(a * b).astype(np.float16), (b + a).astype(np.float16)], axis=1)
     assert np.array_equal(y.view(np.uint16), want.view(np.uint16))
+
+
+def test_short_rows_go_through_each_unit_in_groups_with_the_same_bytes(monkeypatch):
+    """Runs of short rows take their rows in groups (c_plan.row_group): each unit on every
+    row of a group, then the next unit, so the core overlaps the rows' dependent steps. The
+    result is the row-by-row one bit for bit: bf16 rows read in place or (past T's end, a
+    tail) copied, per-row scalars, a broadcast operand, a valid count short of the tile."""
+    import ml_dtypes
+
+    from libpypto.codegen import c_plan
+
+    def layernorm():
+        @pypto.jit
+        def ln(x: pypto.Tensor[["T", 128], pypto.DT_BF16], g: pypto.Tensor[[128], pypto.DT_FP32],
+               y: pypto.Tensor[["T", 128], pypto.DT_BF16]):
+            pypto.set_vec_tile_shapes(16, 128)
+            xf = pypto.cast(x, pypto.DT_FP32)
+            m = pypto.sum(xf, dim=-1, keepdim=True) / 128.0
+            d = xf - m
+            v = pypto.sum(d * d, dim=-1, keepdim=True) / 128.0
+            y[:] = pypto.cast(d * pypto.rsqrt(v + 1e-6) * g, pypto.DT_BF16)
+        return ln
+
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((45, 128)).astype(ml_dtypes.bfloat16)     # 45: the last tile a tail
+    g = rng.standard_normal(128).astype(np.float32)
+    out = {}
+    for cap in (c_plan.GROUP_MAX, 1):
+        monkeypatch.setattr(c_plan, "GROUP_MAX", cap)
+        k = layernorm()
+        y = np.zeros_like(x)
+        call_kernel(k, (x, g, y), {}, threads=2)
+        out[cap] = y.view(np.uint16).copy()
+        src = code_op(k._cache[next(iter(k._cache))].doc).attrs["source"]
+        assert ("8 rows through each unit in turn" in src) == (cap > 1)
+    assert np.array_equal(out[1], out[c_plan.GROUP_MAX])
+    xf = x.astype(np.float64)
+    d = xf - xf.mean(-1, keepdims=True)
+    want = d / np.sqrt((d * d).mean(-1, keepdims=True) + 1e-6) * g
+    assert np.allclose(out[1].view(ml_dtypes.bfloat16).astype(np.float64), want,
+                       rtol=1e-2, atol=1e-2)
+
+
+def test_a_group_is_the_largest_divisor_of_the_rows_whose_stack_rows_fit():
+    from libpypto.codegen.c_plan import RowRun, row_group
+    from libpypto.ir.types import F32, TileType
+
+    class V:
+        def __init__(self, c):
+            self.type = TileType("ub", F32, (16, c))
+
+    class Reduce:
+        name = "treduce"
+
+    def group(rows, *cols, body=(Reduce(), Reduce()), lead=(16,)):
+        vs = [V(c) for c in cols]
+        return row_group(RowRun(span=[], rows=rows, hoisted=[], local=set(vs), tiles=vs,
+                                body=list(body), lead=lead))
+
+    assert group(16, 128, 1) == 8           # GROUP_MAX
+    assert group(12, 128) == 6              # a divisor of the rows
+    assert group(7, 256) == 7
+    assert group(16, 256) == 8              # GROUP_BYTES: 1 KiB
+    assert group(16, 257) == 1              # longer rows: one at a time
+    assert group(1, 128) == 1
+    assert group(16, 128, body=(Reduce(),)) == 1     # one reduction: too short a chain
+    assert group(16, 128, lead=(2, 8)) == 1          # two leading dims
