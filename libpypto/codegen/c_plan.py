@@ -39,15 +39,13 @@ from ..ir import expr as E
 from ..ir import ops as O
 from ..ir.core import Op
 from ..ir.instr import dests, sources
-from .c_rows import stores_meet as _stores_meet
+from .c_rows import row_group as _row_group, stores_meet as _stores_meet
 from .c_text import _MM_DT
 
 SPACE_ORDER = ("ub", "l1", "l0a", "l0b", "l0c")
 ROW_MIN = 64           # row runs need a row of at least this many elements ...
 ROW_BYTES = 65536      # ... give a tile a row of its own on the stack up to this size ...
 ROW_STACK = 262144     # ... and up to this much in all
-GROUP_MAX = 8          # rows a run takes through each unit in turn (RowRun.group) ...
-GROUP_BYTES = 1024     # ... when its widest row on the stack is at most this big
 
 
 @dataclass(frozen=True)
@@ -103,7 +101,7 @@ class RowRun:
     on the stack takes only rows with a tail; `own` hoisted tiles loaded into storage of
     their own; `streams` are the stores whose output may stream; `tiles` every tile the body
     touches, in order; `units` the body's units; `group` how many rows go through each unit
-    in turn (row_group)."""
+    in turn (c_rows.row_group)."""
 
     span: list
     rows: int
@@ -308,28 +306,6 @@ def _is_kernel_operand(op, v) -> bool:
 
 def _any_reader(op, v) -> bool:
     return True
-
-
-def row_group(run: RowRun) -> int:
-    """How many rows of a run go through each of its units in turn (the rows of a group
-    unit by unit, each row with a stack row of its own) instead of one row through all the
-    units: a short row's units form one chain of dependent steps (a pass, its reduction's
-    tree, a division, the next pass) too long for the core to overlap with the next row's,
-    while the same unit on several rows gives it independent chains. Any order that keeps
-    each row's units in order and each unit's rows in order is the row order's result (the
-    run's instructions meet across rows only in that order), so the bytes do not change.
-    The largest divisor of the rows up to GROUP_MAX whose stack rows fit in ROW_STACK, for
-    rows of at most GROUP_BYTES in a run of two reductions or more (the chain: measured on
-    Zen 4, layernorm's or softmax's 256-float rows take 0.8x the time in groups of 8, 128
-    bf16 ones 0.63x; an rmsnorm's one reduction gains nothing, 1024-float rows take 1.2x).
-    Else 1, and for tiles of more than one leading dim, whose next row to prefetch
-    (prefetch_rows) would be past a group of all the tile's rows."""
-    sizes = [v.type.shape[-1] * v.type.dtype.itemsize for v in run.tiles if v in run.local]
-    if (not sizes or run.rows < 2 or max(sizes) > GROUP_BYTES or len(run.lead) > 1
-            or sum(op.name == "treduce" for op in run.body) < 2):
-        return 1
-    cap = min(GROUP_MAX, ROW_STACK // sum(sizes))
-    return max(g for g in range(1, max(1, cap) + 1) if run.rows % g == 0)
 
 
 def _loadable_in_place(op) -> bool:
@@ -676,7 +652,7 @@ class _Planner:
                        and op.operands[0].type.dtype == op.operands[1].type.dtype]
         run.tiles = list(dict.fromkeys(v for op in run.body for v in sources(op) + dests(op)))
         run.units = self.units(run.body, run)
-        run.group = row_group(run)
+        run.group = _row_group(run, ROW_STACK)
 
     def one_rows(self, span: list, local: set) -> set:
         """The tiles of one row (a (C,) or (1, ..., 1, C) tile, contiguous in GM) loaded in a

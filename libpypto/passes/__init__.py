@@ -21,10 +21,11 @@ PASSES = {
     "mix-fuse":       ("block", "block", "libpypto.passes.mix_fuse:mix_fuse"),
     "nbuffer":        ("block", "block", "libpypto.passes.nbuffer:nbuffer"),
     "ooo-schedule":   ("block", "block", "libpypto.passes.ooo_schedule:ooo_schedule"),
+    "sink-views":     ("tensor", "tensor", "libpypto.passes.sink_views:sink_views"),
     "tensor-to-tile": ("tensor", "tile", "libpypto.passes.tensor_to_tile:tensor_to_tile"),
 }
 
-DEFAULT_PIPELINE = ("fold-scale,tensor-to-tile,assign-memory,fuse,mix-fuse,l1-reuse,nbuffer,"
+DEFAULT_PIPELINE = ("fold-scale,sink-views,tensor-to-tile,assign-memory,fuse,mix-fuse,l1-reuse,nbuffer,"
                     "forward,cse,dce,ooo-schedule,alloc,insert-sync,make-exec,gm-reuse")
 
 

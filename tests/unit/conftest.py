@@ -18,7 +18,7 @@ EXAMPLES = sorted(p.stem for p in EXAMPLES_DIR.glob("*.py"))
 
 # how each level is reached from the tensor graph (DESIGN.md section 1); tile, block and exec
 # are lowered for the default (host) target, sched and code for a2
-TILE_PIPELINE = "fold-scale,tensor-to-tile,assign-memory"  # then block: fuse,mix-fuse,...
+TILE_PIPELINE = "fold-scale,sink-views,tensor-to-tile,assign-memory"  # then block: fuse,mix-fuse,...
 
 
 def _stage(after: str, upto: str) -> str:

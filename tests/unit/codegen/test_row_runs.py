@@ -121,13 +121,13 @@ def test_stores_into_disjoint_halves_of_a_row_share_a_run():
 
 
 def test_short_rows_go_through_each_unit_in_groups_with_the_same_bytes(monkeypatch):
-    """Runs of short rows take their rows in groups (c_plan.row_group): each unit on every
+    """Runs of short rows take their rows in groups (c_rows.row_group): each unit on every
     row of a group, then the next unit, so the core overlaps the rows' dependent steps. The
     result is the row-by-row one bit for bit: bf16 rows read in place or (past T's end, a
     tail) copied, per-row scalars, a broadcast operand, a valid count short of the tile."""
     import ml_dtypes
 
-    from libpypto.codegen import c_plan
+    from libpypto.codegen import c_rows
 
     def layernorm():
         @pypto.jit
@@ -145,15 +145,16 @@ def test_short_rows_go_through_each_unit_in_groups_with_the_same_bytes(monkeypat
     x = rng.standard_normal((45, 128)).astype(ml_dtypes.bfloat16)     # 45: the last tile a tail
     g = rng.standard_normal(128).astype(np.float32)
     out = {}
-    for cap in (c_plan.GROUP_MAX, 1):
-        monkeypatch.setattr(c_plan, "GROUP_MAX", cap)
+    full = c_rows.GROUP_MAX
+    for cap in (full, 1):
+        monkeypatch.setattr(c_rows, "GROUP_MAX", cap)
         k = layernorm()
         y = np.zeros_like(x)
         call_kernel(k, (x, g, y), {}, threads=2)
         out[cap] = y.view(np.uint16).copy()
         src = code_op(k._cache[next(iter(k._cache))].doc).attrs["source"]
         assert ("8 rows through each unit in turn" in src) == (cap > 1)
-    assert np.array_equal(out[1], out[c_plan.GROUP_MAX])
+    assert np.array_equal(out[1], out[full])
     xf = x.astype(np.float64)
     d = xf - xf.mean(-1, keepdims=True)
     want = d / np.sqrt((d * d).mean(-1, keepdims=True) + 1e-6) * g
@@ -162,7 +163,8 @@ def test_short_rows_go_through_each_unit_in_groups_with_the_same_bytes(monkeypat
 
 
 def test_a_group_is_the_largest_divisor_of_the_rows_whose_stack_rows_fit():
-    from libpypto.codegen.c_plan import RowRun, row_group
+    from libpypto.codegen.c_plan import ROW_STACK, RowRun
+    from libpypto.codegen.c_rows import row_group
     from libpypto.ir.types import F32, TileType
 
     class V:
@@ -175,7 +177,7 @@ def test_a_group_is_the_largest_divisor_of_the_rows_whose_stack_rows_fit():
     def group(rows, *cols, body=(Reduce(), Reduce()), lead=(16,)):
         vs = [V(c) for c in cols]
         return row_group(RowRun(span=[], rows=rows, hoisted=[], local=set(vs), tiles=vs,
-                                body=list(body), lead=lead))
+                                body=list(body), lead=lead), ROW_STACK)
 
     assert group(16, 128, 1) == 8           # GROUP_MAX
     assert group(12, 128) == 6              # a divisor of the rows

@@ -74,7 +74,7 @@ def test_pipeline_text_round_trips():
 @pytest.mark.parametrize("text, message", [
     ("tensor2tile", "unknown pass 'tensor2tile' (known: alloc, assign-memory, cse, dce, "
                     "fold-scale, forward, fuse, gm-reuse, insert-sync, l1-reuse, make-exec, "
-                    "mix-fuse, nbuffer, ooo-schedule, tensor-to-tile)"),
+                    "mix-fuse, nbuffer, ooo-schedule, sink-views, tensor-to-tile)"),
     ("fuse{enable=false", "pipeline: unclosed '{' after 'fuse'"),
     ("fuse{fuse=false}", "pass 'fuse' has no option 'fuse' (options: enable, max-kernels"),
     ("alloc{x=1}", "pass 'alloc' has no option 'x' (options: none)"),
@@ -96,7 +96,7 @@ BLOCK = ["mix-fuse", "l1-reuse", "nbuffer", "forward", "cse", "dce", "ooo-schedu
 
 
 @pytest.mark.parametrize("level, want", [
-    ("tensor", ["fold-scale", "tensor-to-tile", "assign-memory", "fuse"] + BLOCK
+    ("tensor", ["fold-scale", "sink-views", "tensor-to-tile", "assign-memory", "fuse"] + BLOCK
      + ["make-exec", "gm-reuse"]),
     ("tile", ["assign-memory", "fuse"] + BLOCK + ["make-exec", "gm-reuse"]),
     ("block", BLOCK + ["make-exec", "gm-reuse"]),
@@ -107,10 +107,11 @@ def test_default_pipeline_from_each_level(level, want):
 
 
 def test_default_pipeline_to_intermediate_levels():
-    assert names(default_pipeline("tensor", "tile")) == ["fold-scale", "tensor-to-tile",
-                                                         "assign-memory"]
-    assert names(default_pipeline("tensor", "block")) == ["fold-scale", "tensor-to-tile",
-                                                          "assign-memory", "fuse"] + BLOCK
+    assert names(default_pipeline("tensor", "tile")) == ["fold-scale", "sink-views",
+                                                         "tensor-to-tile", "assign-memory"]
+    assert names(default_pipeline("tensor", "block")) == ["fold-scale", "sink-views",
+                                                          "tensor-to-tile", "assign-memory",
+                                                          "fuse"] + BLOCK
     assert names(default_pipeline("tile", "block")) == ["assign-memory", "fuse"] + BLOCK
 
 
@@ -153,7 +154,7 @@ def test_print_after_all(softmax, host):
         f"# ---- IR after {n} ---- #" for n in names(parse_pipeline(DEFAULT_PIPELINE))]
     # each dump is the text form of the graph after that pass, and parses back
     assert out[-1].split("\n", 1)[1] == print_doc(result)
-    assert parse_doc(out[1].split("\n", 1)[1]).level == "tile"      # out[0]: see test_text
+    assert parse_doc(out[2].split("\n", 1)[1]).level == "tile"      # out[0], [1]: tensor
 
 
 def test_print_after_all_goes_to_stderr_by_default(softmax, host, capsys):
@@ -176,9 +177,10 @@ def test_stop_after(softmax, host):
     inst = Instrument(stop_after="assign-memory")
     doc = run_pipeline(softmax, parse_pipeline(DEFAULT_PIPELINE), host, inst)
     assert doc.level == "tile"
-    assert [n for n, _ in inst.timings] == ["fold-scale", "tensor-to-tile", "assign-memory"]
-    assert serde.dumps(doc) == serde.dumps(pypto.lower(softmax, "fold-scale,tensor-to-tile,"
-                                                                "assign-memory"))
+    assert [n for n, _ in inst.timings] == ["fold-scale", "sink-views", "tensor-to-tile",
+                                            "assign-memory"]
+    assert serde.dumps(doc) == serde.dumps(pypto.lower(softmax, "fold-scale,sink-views,"
+                                                                "tensor-to-tile,assign-memory"))
 
 
 def test_time_passes_with_fake_clock(softmax, host, monkeypatch):

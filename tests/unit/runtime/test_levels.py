@@ -13,7 +13,7 @@ from libpypto.passes import pipeline
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.py"))
-LOWERING = ["fold-scale", "tensor-to-tile", "assign-memory", "fuse", "mix-fuse", "l1-reuse",
+LOWERING = ["fold-scale", "sink-views", "tensor-to-tile", "assign-memory", "fuse", "mix-fuse", "l1-reuse",
             "nbuffer", "forward", "cse", "dce", "ooo-schedule", "alloc", "insert-sync",
             "make-exec", "gm-reuse"]
 
