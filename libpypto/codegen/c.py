@@ -273,16 +273,43 @@ class _Program(MoreInstrs, RowRuns):
         if stream:
             self.emit(pad + f"pp_store({g_ptr}, {t_ptr}, {last} * {dt_t.itemsize}, {stream});")
             self.emit(f"pp_store_end({stream});")
-        elif dt_t == dt_g:
-            dst, src = (g_ptr, t_ptr) if to_gm else (t_ptr, g_ptr)
-            self.emit(pad + f"memcpy({dst}, {src}, {last} * {dt_t.itemsize});")
         else:
-            j = self.fresh("j")
-            (sd, ss, sp, dp) = (dt_t, dt_g, t_ptr, g_ptr) if to_gm else (dt_g, dt_t, g_ptr, t_ptr)
-            self.emit(pad + f"for (int64_t {j} = 0; {j} < {last}; {j}++) "
-                      f"({dp})[{j}] = {_st(ss, _ld(sd, f'({sp})[{j}]'), sd.kind)};")
+            ahead = None if to_gm or r < 2 else self.next_tile(op, tt, offs, idx, gst)
+            inner = pad + "    " if ahead else pad
+            if ahead:
+                self.emit(pad + "{")
+            if dt_t == dt_g:
+                dst, src = (g_ptr, t_ptr) if to_gm else (t_ptr, g_ptr)
+                self.emit(inner + f"memcpy({dst}, {src}, {last} * {dt_t.itemsize});")
+            else:
+                j = self.fresh("j")
+                (sd, ss, sp, dp) = (dt_t, dt_g, t_ptr, g_ptr) if to_gm else \
+                    (dt_g, dt_t, g_ptr, t_ptr)
+                self.emit(inner + f"for (int64_t {j} = 0; {j} < {last}; {j}++) "
+                          f"({dp})[{j}] = {_st(ss, _ld(sd, f'({sp})[{j}]'), sd.kind)};")
+            if ahead:
+                q = self.fresh("q")
+                self.emit(inner + f"for (int64_t {q} = 0; {q} < {last} * {dt_g.itemsize}; "
+                          f"{q} += 64) __builtin_prefetch((const char *)({ahead}) + {q}, 0, 2);")
+                self.emit(pad + "}")
         self.depth -= 1
         self.emit("}")
+
+    def next_tile(self, op, tt, offs: list, idx: list, gst: list) -> str:
+        """For a copy-in's row: the same row of the next tile along the tile's outermost dim
+        of more than one element (the next instance's, as the runtime takes consecutive
+        instances together; the tensor's last row past the end), prefetched into L2 while
+        this tile is computed: tile-mode copy-ins otherwise meet each row's DRAM latency
+        (row runs prefetch their next row themselves, c_rows.prefetch_rows). A prefetch
+        never faults and changes no value."""
+        gm = op.operands[1]
+        r = tt.rank
+        d0 = next((i for i in range(r - 1) if tt.shape[i] > 1), r - 2)
+        size = self.ex(gm.type.shape[d0])
+        nxt = f"pp_min({offs[d0]} + {idx[d0]} + {tt.shape[d0]}, {size} - 1)"
+        terms = [f"({nxt}) * {gst[i]}" if i == d0 else f"({offs[i]} + {idx[i]}) * {gst[i]}"
+                 for i in range(r - 1)] + [offs[r - 1]]
+        return f"{self.names[gm]} + " + " + ".join(terms)
 
     def stream_test(self, gm) -> str:
         """Whether stores into GM tensor gm should bypass the caches (its size may be

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
+import re
 
 import numpy as np
 
@@ -86,3 +87,28 @@ def test_one_row_tiles_fuse_their_passes_in_a_row_run():
     assert "/* tmul treduce: one pass over the row */" in src
     want = x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6)
     assert np.allclose(y, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_tile_copy_in_prefetches_its_rows_of_the_next_tile():
+    """Tile-mode copy-ins (rows of 32 here: too short for a row run) prefetch each row's
+    piece of the next tile along the outermost tiled dim (instance g0 + 1's), clamped to
+    the tensor's last row, one prefetch per 64 bytes; the values are those of numpy for a
+    row count with a tail tile."""
+    import ml_dtypes
+
+    @pypto.jit
+    def half(x: pypto.Tensor[["T", 8, 64], pypto.DT_BF16],
+             y: pypto.Tensor[["T", 8, 32], pypto.DT_FP32]):
+        pypto.set_vec_tile_shapes(4, 8, 32)
+        y[:] = pypto.cast(x[:, :, 32:64], pypto.DT_FP32) * 2.0
+
+    x = np.random.default_rng(3).standard_normal((10, 8, 64)).astype(ml_dtypes.bfloat16)
+    y = np.zeros((10, 8, 32), np.float32)
+    call_kernel(half, (x, y), {}, threads=2)
+    np.testing.assert_array_equal(y, x[..., 32:].astype(np.float32) * 2)
+    src = code_op(half._cache[next(iter(half._cache))].doc).attrs["source"]
+    body = src[src.index("static void p0("):]
+    assert body.count("__builtin_prefetch(") == 1
+    assert "(pp_min((g0 * 4) + i" in body and " + 4, s0 - 1)) * 64 * 8" in body
+    assert re.search(r"for \(int64_t (q\d+) = 0; \1 < v\d+ \* 2; \1 \+= 64\) "
+                     r"__builtin_prefetch\(", body)
