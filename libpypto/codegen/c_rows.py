@@ -236,10 +236,10 @@ class RowRuns:
         this row is computed: one cache line per 64 bytes of a pass's columns (prefetch()),
         in the first pass over the row. The last row of the tile prefetches the first row of
         the next tile (the same worker usually runs it: the runtime takes consecutive small
-        instances together), the tensor's last row its own row again. Prefetches never
-        fault and change no value; they let the loads of row r + 1 overlap the arithmetic on
-        row r, which the hardware prefetchers alone do not (they stop at page boundaries and
-        run only a few lines ahead of the demand loads)."""
+        instances together; next_row_in_gm), the tensor's last row its own row again.
+        Prefetches never fault and change no value; they let the loads of row r + 1 overlap
+        the arithmetic on row r, which the hardware prefetchers alone do not (they stop at
+        page boundaries and run only a few lines ahead of the demand loads)."""
         out, r, R = [], self.row.var, run.rows
         lead, ahead = self.row.lead, run.group        # with a group: the next group's row
         nx = f"{r} + {ahead}"
@@ -251,16 +251,32 @@ class RowRuns:
                     last = (f"{self.ex(gm.type.shape[-2])} - 1 - "
                             f"{c._paren(self.ex(op.attrs['offsets'][-2]))}")
                     nxt = [f"pp_min({nx}, {last})"]
-                else:          # the next row of the tile (its last row: itself again)
-                    q = f"({nx} < {R} ? {nx} : {r})"
-                    nxt, inner = [], 1
-                    for size in reversed(lead):
-                        nxt.append(f"{q} / {inner} % {size}" if inner > 1 else f"{q} % {size}")
-                        inner *= size
-                    nxt = nxt[::-1]
+                else:
+                    nxt = self.next_row_in_gm(op, lead, f"({nx})")
                 out.append((name, self.gm_row_at(op, nxt)))
                 self.row.prefetch.append((name, op.operands[1].type.dtype.itemsize))
         return out
+
+    def next_row_in_gm(self, op, lead: tuple, q: str) -> list:
+        """Row q of a run over tiles of several leading dims, as indices along them (C
+        expressions), row q = R (past the tile) the first row of the next tile along its
+        outermost leading dim of more than one row: the next instance's, where the runtime
+        takes consecutive instances together; clamped to the tensor's last row."""
+        d0 = next((d for d, size in enumerate(lead) if size > 1), len(lead) - 1)
+        offs, gshape = op.attrs["offsets"], op.operands[1].type.shape
+        skip = len(offs) - len(lead) - 1
+        nxt, inner = [], 1
+        for d in range(len(lead) - 1, -1, -1):
+            at = f"{q} / {inner}" if inner > 1 else q
+            if d < d0:
+                nxt.append("0")
+            elif d == d0:
+                last = f"{self.ex(gshape[skip + d])} - 1 - {c._paren(self.ex(offs[skip + d]))}"
+                nxt.append(f"pp_min({at}, {last})")
+            else:
+                nxt.append(f"{at} % {lead[d]}")
+            inner *= lead[d]
+        return nxt[::-1]
 
     def row_local_of(self, v) -> bool:
         t = v.type
