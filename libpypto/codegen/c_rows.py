@@ -240,7 +240,7 @@ class RowRuns:
         Prefetches never fault and change no value; they let the loads of row r + 1 overlap
         the arithmetic on row r, which the hardware prefetchers alone do not (they stop at
         page boundaries and run only a few lines ahead of the demand loads)."""
-        out, r, R = [], self.row.var, run.rows
+        out, r = [], self.row.var
         lead, ahead = self.row.lead, run.group        # with a group: the next group's row
         nx = f"{r} + {ahead}"
         for op in run.body:
@@ -601,8 +601,8 @@ def row_group(run, stack: int) -> int:
     run's instructions meet across rows only in that order), so the bytes do not change.
     The largest divisor of the rows up to GROUP_MAX whose stack rows fit in `stack` bytes, for
     rows of at most GROUP_BYTES in a run of two reductions or more (the chain: measured on
-    Zen 4, layernorm's or softmax's 256-float rows take 0.8x the time in groups of 8, 128
-    bf16 ones 0.63x; an rmsnorm's one reduction gains nothing, 1024-float rows take 1.2x).
+    Zen 4, softmax's 256-float rows take 0.8x the time in groups of 8, layernorm's 0.9x, its
+    128 bf16 ones 0.63x; an rmsnorm's one reduction gains nothing, 1024-float rows 1.2x).
     Else 1, and for tiles of more than one leading dim, whose next row to prefetch
     (prefetch_rows) would be past a group of all the tile's rows."""
     sizes = [v.type.shape[-1] * v.type.dtype.itemsize for v in run.tiles if v in run.local]

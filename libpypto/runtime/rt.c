@@ -4,9 +4,9 @@
    its last predecessor finishes. The ready tasks are an interval of consecutive indices
    [lo, hi) (the tasks ready from the start, and each that becomes ready at hi) and a heap of
    the rest: the interval costs nothing per task, the heap a logarithm's worth of cache lines.
-   Idle workers take the ready task with the lowest index, and
-   with it, up to the task's batch count (a table the JIT plans: instances of little work
-   each), the ready tasks that directly follow it in index order with the same program,
+   Idle workers take the ready task with the lowest index, and with it, up to the task's
+   batch count (a table the JIT plans: instances of little work each), the ready tasks that
+   directly follow it in index order with the same program,
    while enough ready work stays for the other workers: one lock and one wake-up per batch
    instead of per task. Each task still records its own start and end (in a batch, a task's
    start is the end of the one before it: one clock read per task).
@@ -93,8 +93,8 @@ static void pp_readied(pp_run_state *st, int64_t s) {
 }
 
 /* How many tasks to run from t on (t already taken, the lock held): t and the ready tasks
-   t + 1, t + 2, ... of t's program while they are the lowest ready, up to t's batch count and to a
-   share that leaves the other workers as much ready work as this one takes. */
+   t + 1, t + 2, ... of t's program while they are the lowest ready, up to t's batch count
+   and to a share that leaves the other workers as much ready work as this one takes. */
 static int64_t pp_take_batch(pp_run_state *st, int64_t t) {
     if (!st->batch || st->batch[t] <= 1) return 1;
     int64_t cap = st->batch[t], fair = pp_ready(st) / (2 * (int64_t)st->nthreads) + 1;
