@@ -272,7 +272,6 @@ class _Program(MoreInstrs, RowRuns):
         last = vs[r - 1]
         if stream:
             self.emit(pad + f"pp_store({g_ptr}, {t_ptr}, {last} * {dt_t.itemsize}, {stream});")
-            self.emit(f"pp_store_end({stream});")
         else:
             ahead = None if to_gm or r < 2 else self.next_tile(op, tt, offs, idx, gst)
             inner = pad + "    " if ahead else pad

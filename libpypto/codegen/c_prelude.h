@@ -59,13 +59,9 @@ static inline void pp_put64(void *dst, const void *src, int stream) {
 #endif
     memcpy(dst, src, 64);
 }
-/* after a streaming tstore: order its stores before whatever the task does next */
-static inline void pp_store_end(int stream) {
-#if defined(__SSE2__)
-    if (stream) _mm_sfence();
-#endif
-    (void)stream;
-}
+/* Streamed stores are weakly ordered: the runtime fences once after each batch of tasks,
+   before their successors or the caller may read what they wrote (rt.c pp_work); the
+   task's own later loads see them without a fence. */
 
 /* bf16 is stored as the upper half of an fp32; conversion rounds to nearest even. */
 static inline float pp_bf2f(uint16_t h) {

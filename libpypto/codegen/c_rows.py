@@ -72,8 +72,6 @@ class RowRuns:
             self.lines[at:at] = ["    " * self.depth + line for line in decl]
             self.depth -= 1
             self.emit("}")
-        for var in state.stream.values():
-            self.emit(f"pp_store_end({var});")
         self.depth -= 1
         self.emit("}")
         if run.own:
