@@ -52,8 +52,8 @@ from .c_more import MoreInstrs
 from .c_plan import Fused, RowPass, RowRun, Single, arena_layout, matmul_kernel, plan_program
 from .c_rows import RowRuns
 from .srclines import LineNotes, source_map
-from .c_text import (ACC_LANES, c_comment, cvt_expr, _MM_DT, _at, _flit, _ld, _minus, _numel,
-                     _reduce_ops, _st, _strides, _subst_ab)
+from .c_text import (ACC_LANES, c_comment, cvt_expr, next_tile_dim, _MM_DT, _at, _flit, _ld,
+                     _minus, _numel, _reduce_ops, _st, _strides, _subst_ab)
 
 _UNIT_METHODS = {Fused: "fused", RowRun: "row_run", RowPass: "row_pass"}
 
@@ -303,7 +303,7 @@ class _Program(MoreInstrs, RowRuns):
         never faults and changes no value."""
         gm = op.operands[1]
         r = tt.rank
-        d0 = next((i for i in range(r - 1) if tt.shape[i] > 1), r - 2)
+        d0 = next_tile_dim(tt.shape[:-1])
         size = self.ex(gm.type.shape[d0])
         nxt = f"pp_min({offs[d0]} + {idx[d0]} + {tt.shape[d0]}, {size} - 1)"
         terms = [f"({nxt}) * {gst[i]}" if i == d0 else f"({offs[i]} + {idx[i]}) * {gst[i]}"

@@ -260,7 +260,7 @@ class RowRuns:
         expressions), row q = R (past the tile) the first row of the next tile along its
         outermost leading dim of more than one row: the next instance's, where the runtime
         takes consecutive instances together; clamped to the tensor's last row."""
-        d0 = next((d for d, size in enumerate(lead) if size > 1), len(lead) - 1)
+        d0 = c.next_tile_dim(lead)
         offs, gshape = op.attrs["offsets"], op.operands[1].type.shape
         skip = len(offs) - len(lead) - 1
         nxt, inner = [], 1

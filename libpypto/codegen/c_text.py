@@ -75,6 +75,12 @@ def _numel(shape) -> int:
     return n
 
 
+def next_tile_dim(lead) -> int:
+    """Along which of a tile's leading dims the next instance's tile lies, for a prefetch:
+    the outermost of more than one element (the last when all are 1)."""
+    return next((d for d, size in enumerate(lead) if size > 1), len(lead) - 1)
+
+
 def _strides(shape) -> list:
     out, acc = [], 1
     for d in reversed(shape):

@@ -82,17 +82,27 @@ static int64_t pp_heap_pop(pp_run_state *st) {
 
 static int64_t pp_ready(const pp_run_state *st) { return st->heap_n + (st->hi - st->lo); }
 
-/* The lowest ready index (some task is ready), taken. */
+/* The lowest ready index, -1 when none is ready. */
+static int64_t pp_lowest(const pp_run_state *st) {
+    if (st->lo < st->hi && (st->heap_n == 0 || st->lo < st->heap[0])) return st->lo;
+    return st->heap_n > 0 ? st->heap[0] : -1;
+}
+
+/* The lowest ready task (some task is ready), taken. */
 static int64_t pp_take(pp_run_state *st) {
-    if (st->lo < st->hi && (st->heap_n == 0 || st->lo < st->heap[0])) return st->lo++;
-    return pp_heap_pop(st);
+    int64_t t = pp_lowest(st);
+    if (t == st->lo && st->lo < st->hi) st->lo++;     /* a task is in one place only */
+    else pp_heap_pop(st);
+    return t;
 }
 
 /* Task s became ready. */
 static void pp_readied(pp_run_state *st, int64_t s) {
     if (s == st->hi && st->lo < st->hi) st->hi++;
-    else if (st->lo == st->hi && (st->heap_n == 0 || s < st->heap[0])) st->lo = s, st->hi = s + 1;
-    else pp_heap_push(st, s);
+    else if (st->lo == st->hi && (st->heap_n == 0 || s < st->heap[0]))
+        st->lo = s, st->hi = s + 1;
+    else
+        pp_heap_push(st, s);
 }
 
 /* How many tasks to run from t on (t already taken, the lock held): t and the ready tasks
@@ -103,13 +113,9 @@ static int64_t pp_take_batch(pp_run_state *st, int64_t t) {
     int64_t cap = st->batch[t], fair = pp_ready(st) / (2 * (int64_t)st->nthreads) + 1;
     if (cap > fair) cap = fair;
     int64_t n = 1;
-    for (; n < cap; n++) {
-        int64_t u = t + n;
-        int in_run = st->lo == u && u < st->hi && (st->heap_n == 0 || u < st->heap[0]);
-        if (!(in_run || (st->heap_n > 0 && st->heap[0] == u)) || st->prog[u] != st->prog[t])
-            break;
-        if (in_run) st->lo++;
-        else pp_heap_pop(st);
+    while (n < cap && pp_lowest(st) == t + n && st->prog[t + n] == st->prog[t]) {
+        pp_take(st);
+        n++;
     }
     return n;
 }
