@@ -283,14 +283,17 @@ def _elementwise(d: O.Elementwise) -> OpDef:
               numpy="telementwise", c="i_elementwise", optional=1 if d.arity == 2 else 0)
 
 
+MAX_SLOTS = 64          # buffers of one tile (more never fit a core's buffer)
+
 DEFS = [_elementwise(d) for d in O.ELEMENTWISE.values()] + [
     # addr: a byte offset; Pro mode may make it an expression (a tile group's slot chosen at
     # run time) and names the tile (name) for its messages
     # stride: a Pro subview's row stride in elements (its parent's columns; default its own)
     # slots: N buffers of a copy-in tile in a loop (passes/nbuffer.py): alloc gives it N
-    # places and addr picks the iteration's, base + (i mod N) * size
+    # places and addr picks the iteration's, base + (i mod N) * size; at most MAX_SLOTS
     OpDef("tile", W, (), 0, (TL,), 0, {"addr": opt(EXPR), "name": opt(Ident()),
-                                        "stride": opt(NAT), "slots": opt(Int(1))}, None,
+                                        "stride": opt(NAT), "slots": opt(Int(1, MAX_SLOTS))},
+          None,
           {"c": "i_tile"}),
     OpDef("arg", W, (), 0, (GM,), 0, {"index": attr(NAT)}, None, {}),
     OpDef("for", W, (), 0, (), 1, {"var": attr(Ident()), "start": attr(EXPR),

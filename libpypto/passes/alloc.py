@@ -11,19 +11,40 @@ base + (i mod N) * size, i the loop's iteration number. Where the N places do no
 space, that space's N-buffered tiles get fewer (N - 1, ..., 1: one is a plain tile); the
 block records per space what was asked and given (`nbuffer={l1=[2, 2], l0a=[2, 1]}`), and
 a block that fits single-buffered never fails for its buffers.
+
+Reuse (option `reuse`): first fit packs a tile into the lowest free bytes, often those the
+tile before it just left. On a target whose pipes run at once (a2, a3, 950: [alloc] reuse =
+"spread") that makes the next tile wait for the last reader of the old one: flash
+attention's P V matmul, into the L0C bytes of the scores, waits until FIX has stored the
+scores. There a tile takes, among the places that fit the core's buffer, the one whose
+bytes were last used longest ago (never used first, then the lowest offset); a tile in the
+other arm of an `if` does not count as a use (the two do not run in the same step). A
+space whose spread placement does not fit the buffer keeps its first fit.
 """
 from __future__ import annotations
 
-from ..errors import CompileError
+from ..errors import CompileError, UsageError
 from ..ir import expr as E
 from ..ir.core import Document, copy_doc
+from ..ir.mix_ops import part
 from ..ir.types import TileType
 
 SPACE_NAMES = {"ub": "UB", "l1": "L1", "l0a": "L0A", "l0b": "L0B", "l0c": "L0C"}
 
 
-def alloc(doc: Document, *, target) -> Document:
-    """Assign tile buffer offsets (first fit over live ranges); check per-core capacity."""
+REUSE = ("auto", "first-fit", "spread")
+
+
+def alloc(doc: Document, *, target, reuse: str = "auto") -> Document:
+    """Assign tile buffer offsets over live ranges; check per-core capacity.
+
+    reuse: first-fit (the lowest free bytes), spread (the bytes used longest ago, where
+      the buffer fits it), or auto: the target's [alloc] reuse (first-fit without one).
+    """
+    if reuse not in REUSE:
+        raise UsageError(f"alloc reuse must be one of {', '.join(REUSE)}, not {reuse!r}")
+    if reuse == "auto":
+        reuse = str(target.data.get("alloc", {}).get("reuse", "first-fit"))
     doc = copy_doc(doc)
     for blk in doc.walk():
         if blk.name != "block":
@@ -31,7 +52,7 @@ def alloc(doc: Document, *, target) -> Document:
         body = blk.regions[0]
         asked = _slotted(body)
         grant = _grant_slots(body, target)
-        offsets, peak = plan(body, target, grant)
+        offsets, peak = plan(body, target, grant, spread=reuse == "spread")
         check_capacity(peak, target, blk)
         loops = _slot_loops(body)
         for top in body:
@@ -185,34 +206,149 @@ def live_ranges(body: list, spans: dict | None = None) -> dict:
     return ranges
 
 
-def plan(body: list, target, grant: dict | None = None) -> tuple[dict, dict]:
+def plan(body: list, target, grant: dict | None = None,
+         spread: bool = False) -> tuple[dict, dict]:
     """Offsets for every tile declared in body, and the peak bytes per memory space.
     grant: N-buffered tile -> its buffers (each takes that many places for its loop).
 
     First fit over live ranges, tried with two orders (by start, then by start with larger
-    tiles first); each space keeps the order that needs less."""
+    tiles first); each space keeps the order that needs less. spread: the bytes used
+    longest ago instead, in each space where that fits the target's buffer."""
     align = buffer_align(target)
     grant = grant or {}
     loops = _slot_loops(body) if grant else {}
     spans = {v: loops[v] for v, n in grant.items() if n > 1 and v in loops}
     ranges = live_ranges(body, spans)
     decls = [op.result for top in body for op in top.walk() if op.name == "tile"]
+    parts = _parts(body)
+    pipes = _pipes(body) if spread else {}
     by_space: dict = {}
     for v in decls:
         lo, hi = ranges.get(v, (0, 0))
         size = slot_bytes(v.type, target) * (grant.get(v, 1) if v in spans else 1)
-        by_space.setdefault(v.type.space, []).append((lo, hi, size, v))
+        by_space.setdefault((v.type.space, parts.get(v)), []).append((lo, hi, size, v))
     offsets: dict = {}
     peak: dict = {}
-    for space, items in by_space.items():
+    for (space, _), items in by_space.items():
         best = None
         for key in (lambda it: (it[0], it[1]), lambda it: (it[0], -it[2], it[1])):
             offs, top = _place(sorted(items, key=key), align)
             if best is None or top < best[1]:
                 best = (offs, top)
+        if spread:
+            got = _spread(sorted(items, key=lambda it: (it[0], it[1])), align,
+                          target.buffer(space), _arms(body), _for_spans(body), pipes)
+            best = got or best
         offsets.update(best[0])
-        peak[space] = best[1]
+        peak[space] = max(peak.get(space, 0), best[1])
     return offsets, peak
+
+
+def _parts(body: list) -> dict:
+    """Tile -> the core of a mixed program's part it is declared in (the section marker
+    before it, ir/mix_ops.py): each core has buffers of its own, so the two vector cores'
+    tiles are placed apart. Empty for a program without markers."""
+    out: dict = {}
+
+    def visit(ops, cur):
+        for op in ops:
+            if op.name == "section":
+                cur = part(op)[0]
+            elif op.name == "tile" and cur is not None:
+                out[op.result] = cur
+            for r in op.regions:
+                visit(r, cur)
+    visit(body, None)
+    return out
+
+
+def _arms(body: list) -> dict:
+    """Tile -> {id of an enclosing `if`: the arm it is declared in}."""
+    out: dict = {}
+
+    def visit(ops, path):
+        for op in ops:
+            if op.name == "tile":
+                out[op.result] = path
+            for i, r in enumerate(op.regions):
+                visit(r, {**path, id(op): i} if op.name == "if" else path)
+    visit(body, {})
+    return out
+
+
+def _pipes(body: list) -> dict:
+    """Tile -> the pipes of the instructions that touch it."""
+    out: dict = {}
+    for top in body:
+        for op in top.walk():
+            if "pipe" in op.attrs and op.name != "tile":
+                for v in op.operands:
+                    if isinstance(v.type, TileType):
+                        out.setdefault(v, set()).add(op.attrs["pipe"])
+    return out
+
+
+def _spread(items: list, align: int, cap: int, arms: dict, loops: list, pipes: dict):
+    """(offsets, top) placing each tile where its bytes were used longest ago, or None
+    where the buffer cannot hold that (the module docstring). In a loop, bytes a tile
+    left early in the body are also those it takes again early in the next iteration:
+    the distance to a dead tile is the shorter of the two ways round. Two tiles only one
+    and the same pipe touches are no hazard to each other (the pipe runs in order): such
+    a tile takes such bytes as first fit would."""
+    placed: list = []        # (offset, size, first use, last use, tile)
+    offsets, top = {}, 0
+    for lo, hi, size, v in items:
+        mine, alone = arms.get(v, {}), pipes.get(v, set())
+        live = [p for p in placed if p[3] >= lo]
+        dead = [p for p in placed if p[3] < lo and
+                not any(mine.get(k, a) != a for k, a in arms.get(p[4], {}).items()) and
+                not (len(alone) == 1 and pipes.get(p[4], set()) == alone)]
+        best = None
+        for off in sorted({0} | {-(-(p[0] + p[1]) // align) * align for p in placed}):
+            if off + size > cap or any(off < p[0] + p[1] and p[0] < off + size for p in live):
+                continue
+            near = min((_distance(p, lo, hi, loops) for p in dead
+                        if off < p[0] + p[1] and p[0] < off + size), default=1 << 62)
+            if best is None or (-near, off) < best:
+                best = (-near, off)
+        if best is None:
+            return None
+        placed.append((best[1], size, lo, hi, v))
+        offsets[v] = best[1]
+        top = max(top, best[1] + size)
+    return offsets, top
+
+
+def _distance(p: tuple, lo: int, hi: int, loops: list) -> int:
+    """Program positions between dead tile p's last use and a new tile's first, and
+    (inside a loop around both) between the new tile's last use and p's next first."""
+    d = lo - p[3]
+    inner = [(s, e) for s, e in loops if s <= p[2] and hi <= e]
+    if inner:
+        s, e = min(inner, key=lambda se: se[1] - se[0])
+        d = min(d, p[2] + (e - s) - hi)
+    return d
+
+
+def _for_spans(body: list) -> list:
+    """(first, last) position of every `for` loop, numbered as live_ranges numbers."""
+    pos, out = 0, []
+
+    def visit(ops):
+        nonlocal pos
+        for op in ops:
+            if op.name == "tile":
+                continue
+            start = pos
+            pos += 1
+            for region in op.regions:
+                visit(region)
+            if op.regions:
+                if op.name == "for":
+                    out.append((start, pos))
+                pos += 1
+    visit(body)
+    return out
 
 
 def _place(items: list, align: int) -> tuple[dict, int]:

@@ -32,9 +32,19 @@ How (passes/sync_model.py has the model):
   Where they run out, an N-id flag falls back to one id (one buffer's overlap lost), then a
   flag to a pipe barrier (`barrier ALL` before the later access).
 
-Blocks that already hold flags, barriers or mutexes (written by hand) are left as they are;
-cross-core events are left alone, and each block is one core's program (a mixed program with
-parts per core takes `sync_region` per part). The block records what it used:
+A mixed program for a cluster (mix-fuse; its `section` markers, ir/mix_ops.py, say which core
+runs what) is walked with each core's pipes, buffers and flags its own: the cube's MTE2 and a
+vector core's are different queues, two vector cores' UB tiles at one address do not meet,
+and GM one core hands to another is ordered by the cross-core events mix-fuse wrote, not by
+flags. The events themselves run on a pipe: a `cross_set` needs a flag from each other pipe
+of its core that touched GM before it (the other core may read what was stored, or
+overwrite what was loaded, once it sees the event), and a GM access after a `cross_wait` on
+another pipe needs a flag from the wait. A sync op placed where the program may be on more
+than one core (between two phases' ifs) gets its core's section marker before it, and the
+place's own marker after it where the place had one core.
+
+Blocks that already hold flags, barriers or mutexes (written by hand) are left as they are,
+and cross-core events are never added or moved. The block records what it used:
 `sync={MTE2_V=2, ..., barrier=1}` (event ids per pipe pair, barriers); a block with the
 attribute carries its own sync, and the simulator times it by that sync.
 """
@@ -136,10 +146,11 @@ def _flag_for(v: Violation, uid: int) -> Flag:
     if where[0] == "fwd":
         loop = _slot_loop(where[1]) if v.slotted else None
         if loop is not None:
-            return Flag(uid, "fwd", a.pipe, b.pipe, where[1], where[2], loop, loop.slots)
-        return Flag(uid, "fwd", a.pipe, b.pipe, where[1], where[2])
+            return Flag(uid, "fwd", a.pipe, b.pipe, where[1], where[2], loop, loop.slots,
+                        a.core)
+        return Flag(uid, "fwd", a.pipe, b.pipe, where[1], where[2], core=a.core)
     _, loop, after, before, d = where
-    return Flag(uid, "loop", a.pipe, b.pipe, after, before, loop, d)
+    return Flag(uid, "loop", a.pipe, b.pipe, after, before, loop, d, a.core)
 
 
 def _slot_loop(node):
@@ -183,7 +194,7 @@ def _assign_ids(flags, limit: int) -> None:
     for f in sorted(flags, key=lambda f: (_span(f), f.uid)):
         if f.kind == "barrier":
             continue
-        done = pairs.setdefault((f.P, f.Q), [])
+        done = pairs.setdefault((f.core, f.P, f.Q), [])
         lo, hi = _span(f)
         taken = set()
         for g in done:
@@ -225,13 +236,40 @@ def _emit(roots, flags) -> list:
     def region(nodes) -> list:
         out = []
         for n in nodes:
-            out += [_sync_op(a) for a in pre.get(id(n), ())]
+            out += _placed(pre.get(id(n), ()), n.enter)
             if n.regions:
                 n.op.regions = [region(r) for r in n.regions]
             out.append(n.op)
-            out += [_sync_op(a) for a in post.get(id(n), ())]
+            out += _placed(post.get(id(n), ()), n.exit)
         return out
     return region(roots)
+
+
+def _placed(acts, cores: frozenset) -> list:
+    """The sync ops of acts at a place that runs on one of `cores` (a mixed program's
+    section markers, ir/mix_ops.py): each on its flag's core, a marker before it where that
+    is not the only core the place runs on, and the place's own marker after them again
+    where one was needed and the place has a core of its own."""
+    out, cur = [], cores
+    for act in acts:
+        core = act[1].core
+        if cur != {core}:
+            out.append(_marker(core, act))
+            cur = frozenset([core])
+        out.append(_sync_op(act))
+    if cur != cores and len(cores) == 1 and None not in cores:
+        out.append(_marker(next(iter(cores)), acts[-1]))
+    return out
+
+
+def _marker(core, act) -> Op:
+    """The section marker of a core of a cluster (0: the cube core, 1 + v: vector core v),
+    at the line of the sync op it is for."""
+    f = act[1]
+    where = f.after if act[0] in ("set", "preset") else f.before
+    attrs = {"core": "cube", "pipe": "S"} if core == 0 else \
+        {"core": "vector", "pipe": "S", "sub": core - 1}
+    return Op("section", [], [], attrs, [], _loc(where))
 
 
 def _sync_op(act) -> Op:

@@ -12,9 +12,11 @@ A phase is one section on the cube core, or one per vector core: vector core v r
 vector instance k g0 + v (k = 2) of the cube instance g0, or with k = 1 vector core 0 runs
 instance g0 and core 1 only takes part in the events; a vector instance past the vector
 grid (a tail) runs nothing but its events. Each section waits for the events its phase
-needs first and sets the ones it gives last, on the pipes of its first and last
-instructions. A ring workspace's accesses get the slot (step - start) % slots in a new
-leading dim.
+needs and sets the ones it gives last: it waits after its loads of tensors the loop never
+writes (they move to the front and overlap the wait; into both arms of an `if` that is all
+the phase holds), on the pipe of the first instruction after the waits, and sets on the pipe
+of its last store (insert-sync orders the core's other pipes before it). A ring
+workspace's accesses get the slot (step - start) % slots in a new leading dim.
 """
 from __future__ import annotations
 
@@ -148,8 +150,7 @@ class Emitter:
             items = self.clone(ph.items, sub, step)
             first, last = _pipes(items, ph.core)
             out.append(_section(ph.core, sub, self.loc))
-            out += [_event("cross_wait", e, first, self.loc) for e in waits]
-            out += items
+            out += _waits_placed(items, waits, self.p.written, first, self.loc)
             out += [_event("cross_set", e, last, self.loc) for e in sets]
         return out
 
@@ -190,6 +191,41 @@ class Emitter:
         return isinstance(gc, int) and isinstance(gv, int) and 2 * (gc - 1) + sub < gv
 
 
+def _waits_placed(items: list, waits: list, written: set, pipe: str, loc) -> list:
+    """items with the phase's cross_waits in them: after the loads of tensors the loop never
+    writes (flash attention's K and V blocks: nothing of the other core's), which move to
+    the front, so that they overlap the wait; into both arms of an `if` that is all the
+    phase holds and has two (each arm waits once: the events stay balanced; a tail's
+    `if` with nothing in its other arm keeps the waits before it)."""
+    if not waits:
+        return items
+    body = [op for op in items if op.name != "tile"]
+    if len(body) == 1 and body[0].name == "if" and all(body[0].regions):
+        body[0].regions = [_waits_placed(r, waits, written, pipe, loc)
+                           for r in body[0].regions]
+        return items
+    early = _free_loads(items, written)
+    rest = [op for op in items if id(op) not in early]
+    pipe = _pipes(rest, "vector")[0] if rest else pipe
+    return [op for op in items if id(op) in early] + \
+        [_event("cross_wait", e, pipe, loc) for e in waits] + rest
+
+
+def _free_loads(items: list, written: set) -> set:
+    """ids of the top-level tloads of tensors the loop does not write, with their tiles'
+    declarations, where nothing before the load touches its tile."""
+    out: set = set()
+    decls = {op.result: op for op in items if op.name == "tile"}
+    seen: set = set()
+    for op in items:
+        if op.name == "tload" and op.operands[1] not in written and \
+                op.operands[0] in decls and op.operands[0] not in seen:
+            out.update((id(op), id(decls[op.operands[0]])))
+        for sub in op.walk():
+            seen.update(v for v in sub.operands)
+    return out
+
+
 def _box(like) -> dict:
     return {"offsets": list(like.attrs["offsets"]), "valid": list(like.attrs["valid"]),
             "pipe": "MTE2"}
@@ -228,9 +264,11 @@ def _event(name: str, e: int, pipe: str, loc) -> Op:
 
 
 def _pipes(items: list, core: str) -> tuple:
-    """The pipes of the first and the last instruction under items (defaults: the copy-in
-    pipe, and FIX or MTE3 by core)."""
-    pipes = [op.attrs["pipe"] for top in items for op in top.walk()
-             if op.name not in ("tile", "if", "for") and "pipe" in op.attrs]
-    return (pipes[0] if pipes else "MTE2",
-            pipes[-1] if pipes else ("FIX" if core == "cube" else "MTE3"))
+    """The pipe of the first instruction under items, and that of the last store (of the
+    last instruction where none stores): a set on the store's pipe follows the store
+    without a flag (defaults: the copy-in pipe, and FIX or MTE3 by core)."""
+    ops = [op for top in items for op in top.walk()
+           if op.name not in ("tile", "if", "for") and "pipe" in op.attrs]
+    stores = [op for op in ops if op.name == "tstore"]
+    last = (stores or ops)[-1].attrs["pipe"] if ops else ("FIX" if core == "cube" else "MTE3")
+    return ops[0].attrs["pipe"] if ops else "MTE2", last

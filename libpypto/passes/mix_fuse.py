@@ -31,12 +31,16 @@ itself, the reference's mixed subgraph:
   is_loop_end (last step only) on the earlier side, do not count: no such step exists.
 - Rings: a workspace only one phase writes and only later phases read (nothing outside
   the loop touching it) gets as many slots as the delays between its writer and its
-  readers need (a leading dim indexed by the step modulo the slots).
+  readers need, plus `slack` (a leading dim indexed by the step modulo the slots): with a
+  slot of slack the writer waits for the reader of a step one iteration further back, not
+  the iteration just before.
 - Back edges: where a later phase b must precede an earlier phase a of a later step on
   the other core (it reads a ring slot a overwrites n steps on, or a conflict tied their
   delays: n = 1), b sets an event a waits for, with n credits the setter posts before the
-  loop (and the waiter takes after it, so every set is waited). Event ids: the hand-overs
-  0 .. m - 2 (m phases), then the back edges; at most 16.
+  loop (and the waiter takes after it, so every set is waited), unless the hand-overs
+  already order the two (`_implied`: flash attention's back edges once its rings have a
+  slot of slack). Event ids: the hand-overs 0 .. m - 2 (m phases), then the back edges; at
+  most 16.
 - Loop-invariant loads (and what only they feed, their tiles written by nothing else:
   flash attention's Q and its extract into L0A) move before the loop, on their core.
 - The running state (mix_promote.py): tensors only the vector phases touch, at one box,
@@ -53,10 +57,10 @@ vector instances per cube instance), every tensor written in the loop is accesse
 its instance's band (so instance g's steps need no other instance's: the loop may run
 inside each instance), by loads and stores only. Loops that do not fit are left alone.
 
-Until insert-sync gives the parts their intra-core flags, the simulator orders a Tensor-mode
-program's instructions within a core by their buffers (sim/flatten.py): a cross-core set
-there posts once its core's GM work issued before it is done, and a wait holds back its
-core's next GM work.
+insert-sync gives each part its intra-core flags (one core's pipes at a time). Lowered
+without it, the simulator orders a Tensor-mode program's instructions within a core by their
+buffers (sim/flatten.py): a cross-core set there posts once its core's GM work issued before
+it is done, and a wait holds back its core's next GM work.
 """
 from __future__ import annotations
 
@@ -76,15 +80,21 @@ from .mix_promote import promotable, redirect
 MAX_EVENTS = 16          # cross-core event ids 0-15 (hardware-model.md)
 
 
-def mix_fuse(doc: Document, *, target, enable: bool = True, preload: int = 2) -> Document:
+def mix_fuse(doc: Document, *, target, enable: bool = True, preload: int = 2,
+             slack: int = 1) -> Document:
     """Fuse a loop's cube and vector blocks into one pipelined mixed program per cluster.
 
     enable: fuse at all (off: the loop's blocks stay tasks of their own).
     preload: steps the loop's first phase (flash attention's Q K^T on the cube) runs ahead
       of the others; its workspaces get preload + 1 slots. 0: steps in order.
+    slack: ring slots beyond those the delays need, so that a writer waits for the reader
+      of the step `slack` iterations before the one it overwrites, not the one just before
+      (flash attention's Q K^T on the cube, for the vector cores' softmax). 0: the fewest.
     """
-    if isinstance(preload, bool) or not isinstance(preload, int) or preload < 0:
-        raise UsageError(f"mix-fuse preload must be an int >= 0, not {preload!r}")
+    for name, v in (("preload", preload), ("slack", slack)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise UsageError(f"mix-fuse {name} must be an int >= 0, not {v!r}")
+    opts = {"preload": preload, "slack": slack}
     cores = target.cores()
     if not enable or target.mixed_programs or not cores.get("cube") or \
             not cores.get("vector"):
@@ -96,7 +106,7 @@ def mix_fuse(doc: Document, *, target, enable: bool = True, preload: int = 2) ->
     rest = [op for op in doc.body if op.name in ("source", "gm")]
     made: list = []
     body = _region([op for op in doc.body if op.name not in ("source", "gm")], gms, outer,
-                   preload, counter, target, made)
+                   opts, counter, target, made)
     doc.body = rest + made + body
     return doc
 
@@ -121,27 +131,27 @@ def _gm_of(blk) -> set:
                                                                      "tgather", "tscatter")}
 
 
-def _region(ops: list, gms, outer, preload, counter, target, new_gms: list) -> list:
+def _region(ops: list, gms, outer, opts, counter, target, new_gms: list) -> list:
     out = []
     for op in ops:
         if op.name == "loop":
-            got = _try(op, gms, outer, preload, counter, target, new_gms)
+            got = _try(op, gms, outer, opts, counter, target, new_gms)
             if got is not None:
                 out.append(got)
                 continue
-        op.regions = [_region(r, gms, outer, preload, counter, target, new_gms)
+        op.regions = [_region(r, gms, outer, opts, counter, target, new_gms)
                       for r in op.regions]
         out.append(op)
     return out
 
 
-def _try(loop, gms, outer, preload, counter, target, new_gms: list):
+def _try(loop, gms, outer, opts, counter, target, new_gms: list):
     """The mixed block for a loop, or None. Without room in the cores' buffers for the
     running state kept in UB, then for the loop-invariant tiles, they stay as they were; a
     block that still does not fit is not made."""
     for keep, hoist in ((True, True), (False, True), (False, False)):
         try:
-            plan = _Plan(loop, gms, outer.get(id(loop), set()), preload, hoist, keep)
+            plan = _Plan(loop, gms, outer.get(id(loop), set()), opts, hoist, keep)
         except NotMixable:
             return None
         blk = Emitter(plan).block(f"mix{counter[0]}")
@@ -158,7 +168,7 @@ def _try(loop, gms, outer, preload, counter, target, new_gms: list):
 class _Plan:
     """What mix-fuse decided for one loop: its phases, grids, rings and events."""
 
-    def __init__(self, loop, gms: dict, outside: set, preload: int, hoist: bool = True,
+    def __init__(self, loop, gms: dict, outside: set, opts: dict, hoist: bool = True,
                  keep: bool = True):
         a = loop.attrs
         if a["step"] != 1:
@@ -178,7 +188,7 @@ class _Plan:
         self._grids(blocks)
         self._bands()
         self.hoisted = [self._hoist(p) if hoist else [] for p in self.phases]
-        self._pipeline(gms, outside, preload)
+        self._pipeline(gms, outside, opts)
         self.kept = promotable(self, gms) if keep else {}
         self.store_back = {t for t in self.kept if t in outside or gms[t].attrs.get("param")}
 
@@ -258,7 +268,7 @@ class _Plan:
                         raise NotMixable("an access outside its instance's rows")
 
     # -- pipelining, rings, events -----------------------------------------------------------
-    def _pipeline(self, gms: dict, outside: set, preload: int) -> None:
+    def _pipeline(self, gms: dict, outside: set, opts: dict) -> None:
         """Delays, rings and back edges (module docstring)."""
         ph = self.phases
         m = len(ph)
@@ -271,6 +281,7 @@ class _Plan:
                     for k in range(a + 1, b + 1):
                         group[k] = group[a]
         order = sorted(set(group))
+        preload = opts["preload"]
         delay = {g: (0 if i == 0 else preload + i - 1) for i, g in enumerate(order)}
         self.delays = [delay[g] for g in group]
         self.preload = max(self.delays)
@@ -281,6 +292,7 @@ class _Plan:
                 continue
             n = max(self.delays[k] for k in readers) - self.delays[a] + 1
             if n > 1:
+                n += opts["slack"]
                 self.slots[v] = n
         self.rings = {v: a for v, a in self.rings.items() if v in self.slots}
         self.back = self._back_edges(use)
@@ -317,9 +329,27 @@ class _Plan:
         keep = []
         for (b, a), n in sorted(want.items()):
             if not any(b2 > b and a2 == a and ph[b2].core == ph[b].core and n2 <= n
-                       for (b2, a2), n2 in want.items()):
+                       for (b2, a2), n2 in want.items()) and not self._implied(b, a, n):
                 keep.append((b, a, n))
         return keep
+
+    def _implied(self, b: int, a: int, n: int) -> bool:
+        """Do the hand-overs already order phase b's step j before phase a's step j + n (a
+        on the other core)? Some phase p on b's core runs a step j' after b's step j in that
+        core's program order, and p + 1 (on a's core) waits for it: if p + 1's step j' comes
+        before a's step j + n on a's core (or is it), the chain orders them. Flash attention
+        with a slot of slack: the P V matmul waits for the softmax, and the cube's next
+        Q K^T comes after it; the next softmax comes after the rescale, and the P V matmul
+        of its step waits for it."""
+        ph, d = self.phases, self.delays
+        for p in range(len(ph) - 1):
+            if ph[p].core != ph[b].core or ph[p + 1].core != ph[a].core:
+                continue
+            step = d[b] - d[p] + (0 if p >= b else 1)       # j' - j
+            at, want = step + d[p + 1], n + d[a]            # their iterations, less j
+            if at < want or (at == want and p + 1 <= a):
+                return True
+        return False
 
 
 class _Use:

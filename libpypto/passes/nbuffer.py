@@ -29,6 +29,7 @@ in order, so there is nothing to overlap) both default to off ([nbuffer] in host
 from __future__ import annotations
 
 from ..errors import CompileError, UsageError
+from ..ir.tile_ops import MAX_SLOTS
 from ..ir import expr as E
 from ..ir.core import Document, Op, copy_doc
 from ..ir.defs import dests
@@ -52,8 +53,8 @@ def nbuffer(doc: Document, *, target, vec: int = 0, cube: int = 0, enable: bool 
     copy-ins are still N-buffered).
     """
     for name, n in (("vec", vec), ("cube", cube)):
-        if n < 0:
-            raise UsageError(f"nbuffer: {name} must be >= 0, not {n}")
+        if not 0 <= n <= MAX_SLOTS:
+            raise UsageError(f"nbuffer: {name} must be from 0 to {MAX_SLOTS}, not {n}")
     if merge not in MERGE:
         raise UsageError(f"nbuffer: merge must be one of {', '.join(MERGE)}, not {merge!r}")
     doc = copy_doc(doc)

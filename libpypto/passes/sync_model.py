@@ -1,9 +1,16 @@
 """The pipes of one core as insert-sync sees a block: a tree of its instructions, and walks
 of it that say which accesses no sync orders.
 
-A block's body becomes a tree of nodes: instructions (their pipe, and the bytes they read and
-write: each tile's buffer bytes at its address, a GM tensor as a whole), `for` loops and
-`if` branches with their regions, and inert nodes (tile declarations, cross-core events).
+A block's body becomes a tree of nodes: instructions (their core and pipe, and the bytes they
+read and write: each tile's buffer bytes at its address, a GM tensor as a whole, or the rows
+of its first dim where the walk can evaluate them: a ring slot of mix-fuse), cross-core
+events (on their pipe), `for` loops and `if` branches with their regions, section markers
+and inert nodes (tile declarations). The core of a node is that of the section marker before
+it on every path (a mixed program, ir/mix_ops.py; None in a one-core program); each core has
+its own pipes (a unit is (core, pipe)), buffers and GM records, and a walk orders only what
+one core does: the cross-core events order the cores. A cross_set must follow every GM access
+its core made on another pipe; a GM access must follow every cross_wait its core made on
+another pipe.
 
 A walk runs the tree as the checker runs a program (libpypto/runtime/pro_check.py): every
 pipe an in-order queue, happens-before as vector clocks, a flag's n-th wait taking the
@@ -32,9 +39,13 @@ from collections import deque
 from ..errors import CompileError
 from ..ir import expr as E
 from ..ir.defs import dests, sources
+from ..ir.mix_ops import part
 from ..ir.types import TensorType
 
-INERT = ("tile", "cross_set", "cross_wait", "mm_layout")
+INERT = ("tile", "mm_layout")
+EVENTS = {"cross_set": "xset", "cross_wait": "xwait"}
+NOWHERE = frozenset([None])      # before any section marker: the program's one core
+ALL = "*"                        # a barrier of every core (sync_all)
 MANUAL = ("sync_set", "sync_wait", "barrier", "mutex_lock", "mutex_unlock")
 GM_WRITES = {"tstore": (1,), "tscatter": (0,)}
 
@@ -43,12 +54,14 @@ class Node:
     """One op of the block as the model sees it."""
 
     __slots__ = ("op", "kind", "pipe", "acc", "regions", "parent", "arm", "slots", "reach",
-                 "seq", "first", "last")
+                 "seq", "first", "last", "core", "unit", "enter", "exit")
 
     def __init__(self, op, kind, parent, arm):
         self.op, self.kind, self.parent, self.arm = op, kind, parent, arm
         self.pipe, self.acc, self.regions, self.slots, self.reach = None, [], [], 1, 0
         self.seq = self.first = self.last = 0
+        self.core, self.unit = None, None       # the core (part) it runs on; (core, pipe)
+        self.enter = self.exit = NOWHERE        # the cores it may run on, before and after
 
     def __repr__(self) -> str:
         return f"Node({self.op.name}@{self.seq})"
@@ -59,6 +72,7 @@ def build(body: list, align: int) -> list:
     (node.first / node.last: the positions of its start and end, for event-id lifetimes)."""
     tiles: dict = {}
     roots = _region(body, None, 0, align, tiles)
+    _cores(roots, NOWHERE)
     count = [0]
 
     def number(nodes):
@@ -89,6 +103,11 @@ def _region(ops, parent, arm, align, tiles) -> list:
             node.regions = [_region(r, node, i, align, tiles) for i, r in enumerate(op.regions)]
         elif n == "sync_all":
             node = Node(op, "drain", parent, arm)
+        elif n == "section":
+            node = Node(op, "section", parent, arm)
+        elif n in EVENTS:
+            node = Node(op, EVENTS[n], parent, arm)
+            node.pipe = op.attrs.get("pipe", "S")
         elif n in INERT:
             node = Node(op, "inert", parent, arm)
             if n == "tile":
@@ -101,6 +120,37 @@ def _region(ops, parent, arm, align, tiles) -> list:
             node.acc = _accesses(op, align, tiles)
         out.append(node)
     return out
+
+
+def _cores(nodes, cur: frozenset) -> frozenset:
+    """Give each node the cores it may run on (a mixed program's section markers,
+    ir/mix_ops.py: an instruction runs on the core of the last marker before it), each
+    instruction its core and unit (core, pipe); the cores after the nodes. An instruction
+    that could run on either of two cores is an error."""
+    for n in nodes:
+        n.enter = cur
+        if n.kind == "section":
+            cur = frozenset([part(n.op)[0]])
+        elif n.kind == "if":
+            cur = frozenset().union(*(_cores(r, cur) for r in n.regions)) \
+                if len(n.regions) == 2 else cur | _cores(n.regions[0], cur)
+        elif n.kind == "for":
+            entry = cur
+            while True:
+                out = _cores(n.regions[0], entry)
+                if out <= entry:
+                    break
+                entry = entry | out
+            cur = entry
+        elif n.kind in ("instr", "xset", "xwait"):
+            if len(cur) != 1:
+                raise CompileError(f"insert-sync: {n.op.name} of a mixed program runs after "
+                                   f"section markers of different cores: put one before it",
+                                   n.op.loc)
+            (n.core,) = cur
+        n.unit = (n.core, n.pipe)
+        n.exit = cur
+    return cur
 
 
 def _reach(loop) -> int:
@@ -144,8 +194,26 @@ def _accesses(op, align: int, tiles: dict) -> list:
     gm_w = GM_WRITES.get(op.name, ())
     for i, v in enumerate(op.operands):
         if isinstance(v.type, TensorType):
-            out.append((("gm", id(v)), 0, 1, i in gm_w))
+            rows = None
+            if op.name in ("tload", "tstore") and i == 1 and op.attrs.get("offsets"):
+                rows = (op.attrs["offsets"][0], op.attrs["valid"][0])
+            out.append((("gm", id(v)), rows, None, i in gm_w))
     return out
+
+
+WHOLE = (0, 1 << 62)
+
+
+def gm_rows(rows, env: dict) -> tuple:
+    """The rows [lo, hi) of its first dim a GM access touches where the walk knows them (a
+    ring's slot, mix-fuse: the step modulo the slots), else the whole tensor."""
+    if rows is None:
+        return WHOLE
+    try:
+        lo = int(E.evaluate(rows[0], env))
+        return lo, lo + max(1, int(E.evaluate(rows[1], env)))
+    except (E.UnboundSymbol, ZeroDivisionError, TypeError, ValueError):
+        return WHOLE
 
 
 def ancestors(node) -> list:
@@ -163,16 +231,16 @@ class Flag:
     (inside a loop whose tiles are N-buffered, ordering an access to one of them) N, so
     that a pipe running ahead into the next buffer sets another id."""
 
-    __slots__ = ("uid", "kind", "P", "Q", "after", "before", "loop", "d", "ids")
+    __slots__ = ("uid", "kind", "P", "Q", "after", "before", "loop", "d", "ids", "core")
 
-    def __init__(self, uid, kind, P, Q, after, before, loop=None, d=1):
+    def __init__(self, uid, kind, P, Q, after, before, loop=None, d=1, core=None):
         self.uid, self.kind, self.P, self.Q = uid, kind, P, Q
         self.after, self.before, self.loop, self.d = after, before, loop, d
-        self.ids = None
+        self.ids, self.core = None, core
 
     def key(self) -> tuple:
-        return (self.kind, self.P, self.Q, id(self.after), id(self.before), id(self.loop),
-                self.d)
+        return (self.kind, self.core, self.P, self.Q, id(self.after), id(self.before),
+                id(self.loop), self.d)
 
 
 def placement(a: tuple, b: tuple) -> tuple:
@@ -216,13 +284,15 @@ class Walk:
         self.roots, self.trips, self.arm = roots, scenario[0], scenario[1]
         self.sizes = scenario[2] if len(scenario) > 2 else {}
         self.pre, self.post = anchors(flags)
-        self.clk: dict = {}
-        self.floor: dict = {}        # what every pipe knows after the last barrier
+        self.clk: dict = {}          # unit (core, pipe) -> its vector clock
+        self.floor: dict = {}        # core -> what its pipes know after its last barrier
         self.recs: dict = {}
         self.queues: dict = {}
         self.its: dict = {}          # loop node -> current iteration
         self.env: dict = dict(self.sizes)
         self.dyn = 0
+        self.gm_last: dict = {}      # core -> pipe -> (tick, node, its) of its last GM access
+        self.waits: dict = {}        # core -> pipe -> (tick, node, its) of its last cross_wait
 
     def run(self) -> None:
         """Walk; raise Violation at the first unordered access."""
@@ -234,12 +304,14 @@ class Walk:
                 self.act(act)
             if n.kind == "instr":
                 self.instr(n)
+            elif n.kind in ("xset", "xwait"):
+                self.event(n)
             elif n.kind == "for":
                 self.loop(n)
             elif n.kind == "if":
                 self.branch(n)
             elif n.kind == "drain":
-                self.barrier()
+                self.barrier(ALL)
             for act in self.post.get(id(n), ()):
                 self.act(act)
 
@@ -262,16 +334,16 @@ class Walk:
             arm = self.arm
         self.region(n.regions[arm])
 
-    def clock(self, pipe) -> dict:
-        c = self.clk.get(pipe)
+    def clock(self, unit) -> dict:
+        c = self.clk.get(unit)
         if c is None:
-            c = self.clk[pipe] = dict(self.floor)
+            c = self.clk[unit] = dict(self.floor.get(unit[0], self.floor.get(ALL, {})))
         return c
 
     def act(self, act) -> None:
         what, f = act[0], act[1]
         if what == "barrier":
-            self.barrier()
+            self.barrier(f.core)
             return
         if len(act) > 2:
             slot = act[2]
@@ -279,38 +351,70 @@ class Walk:
             slot = self.its[f.loop] % f.d if f.loop is not None else 0
         q = self.queues.setdefault((f.uid, slot), deque())
         if what in ("set", "preset"):
-            q.append(dict(self.clock(f.P)))
+            q.append(dict(self.clock((f.core, f.P))))
             return
         if not q:
             raise CompileError(f"insert-sync: a wait ({f.P} -> {f.Q}) with no set: an "
                                f"internal error", f.before.op.loc)
-        c = self.clock(f.Q)
+        c = self.clock((f.core, f.Q))
         for k, v in q.popleft().items():
             if c.get(k, 0) < v:
                 c[k] = v
 
-    def barrier(self) -> None:
-        joined: dict = {}
-        for c in self.clk.values():
-            for k, v in c.items():
+    def barrier(self, core) -> None:
+        """Join the clocks of every pipe of a core (ALL: of every core: sync_all)."""
+        mine = [u for u in self.clk if core is ALL or u[0] == core]
+        joined: dict = dict(self.floor.get(core, self.floor.get(ALL, {})))
+        for u in mine:
+            for k, v in self.clk[u].items():
                 if joined.get(k, 0) < v:
                     joined[k] = v
-        self.floor = joined
-        for p in list(self.clk):
-            self.clk[p] = dict(joined)
+        if core is ALL:
+            self.floor = {c: dict(joined) for c in list(self.floor) + [ALL]}
+        self.floor[core] = joined
+        for u in mine:
+            self.clk[u] = dict(joined)
+
+    def event(self, n) -> None:
+        """A cross-core event on its pipe: a set must follow every GM access its core made
+        before it on the other pipes (the other core then touches that GM), and every GM
+        access after a wait, on any pipe, must follow the wait."""
+        q = n.unit
+        c = self.clock(q)
+        c[q] = tick = c.get(q, 0) + 1
+        its = dict(self.its)
+        if n.kind == "xwait":
+            self.waits.setdefault(n.core, {})[n.pipe] = (tick, n, its)
+            return
+        for p, (t, node, at) in self.gm_last.get(n.core, {}).items():
+            if p != n.pipe and c.get((n.core, p), 0) < t:
+                raise Violation((node, at), (n, its))
+
+    def _after_waits(self, n, c, its) -> None:
+        for p, (t, node, at) in self.waits.get(n.core, {}).items():
+            if p != n.pipe and c.get((n.core, p), 0) < t:
+                raise Violation((node, at), (n, its))
 
     def instr(self, n) -> None:
-        q = n.pipe
+        q = n.unit
         c = self.clock(q)
         c[q] = tick = c.get(q, 0) + 1
         self.dyn += 1
         its = dict(self.its)
+        if any(key[0] == "gm" for key, *_ in n.acc):
+            self._after_waits(n, c, its)
+            self.gm_last.setdefault(n.core, {})[n.pipe] = (tick, n, its)
         worst = None
         for key, addr, size, write in n.acc:
-            moving = not isinstance(addr, int)
-            lo = int(E.evaluate(addr, self.env)) if moving else addr
-            hi = lo + size
-            recs = self.recs.setdefault(key, [])
+            if key[0] == "gm":
+                moving = False
+                lo, hi = gm_rows(addr, self.env)
+            else:
+                moving = not isinstance(addr, int)
+                lo = int(E.evaluate(addr, self.env)) if moving else addr
+                hi = lo + size
+            recs = self.recs.setdefault((n.core, key), [])     # another core's buffers
+            # and GM accesses are not this core's to order: the cross-core events do
             for r in recs:
                 if r.pipe != q and (r.write or write) and r.lo < hi and lo < r.hi and \
                         c.get(r.pipe, 0) < r.tick and (worst is None or r.seq > worst[0].seq):

@@ -4,7 +4,13 @@ A program lowered with insert-sync (its `sync` attribute) carries its own flags,
 kernel does; this walks instances of it as the pipes would run them and hands every access
 to the Pro checker: tile bytes at their addresses (evaluated per iteration, so N-buffered
 tiles use the slot of their iteration), GM boxes at their offsets, flags matched in order
-per (set pipe, wait pipe, event id), pipe barriers joining every pipe. Two accesses of
+per (set pipe, wait pipe, event id), pipe barriers joining every pipe. A mixed program for a
+cluster (section markers, ir/mix_ops.py) is walked part by part: each core has its own pipes,
+tiles, flags and GM records here, and what one core hands another is mix_check's to check
+(runtime/mix_check.py). A cross-core event runs on its pipe: a cross_set that other pipes'
+GM accesses of its core do not happen-before, or a GM access that a cross_wait of its core
+on another pipe does not happen-before, is an error too (the other core could see the event
+before the GM work is done, or the access could run before what it waits for). Two accesses of
 different pipes to overlapping bytes, one a write, that no sync orders are a race
 (SyncError, naming both instructions and their op file lines); a wait with no set before it,
 or a set never waited, is an error too.
@@ -24,6 +30,7 @@ import numpy as np
 
 from ..ir import expr as E
 from ..ir.defs import dests, sources
+from ..ir.mix_ops import part
 from ..ir.pro_ops import SYNC_OPS
 from ..ir.types import TileType
 from .pro_check import Checker, SyncError
@@ -89,6 +96,9 @@ class Instance:
         self.flags: dict = {}
         self.args = {op.result: op.attrs["index"] for op in prog.regions[0]
                      if op.name == "arg"}
+        self.core = 0                   # a mixed program's part: its last section marker's
+        self.gm_last: dict = {}         # (core, pipe) -> (tick, op) of its last GM access
+        self.waits: dict = {}           # (core, pipe) -> (tick, op) of its last cross_wait
 
     def run(self, env: dict) -> None:
         try:
@@ -114,6 +124,8 @@ class Instance:
                 self.block(op.regions[0 if E.evaluate(op.attrs["cond"], env) else 1], env)
             elif n == "tile":
                 self.tile(op, env)
+            elif n == "section":
+                self.core = part(op)[0]
             elif n in SYNC_OPS:
                 self.sync(op, env)
             else:
@@ -125,21 +137,51 @@ class Instance:
         self.tiles[op.result] = (t.space, addr, addr + t.padded_nbytes(self.align))
 
     def instr(self, op, env) -> None:
-        th = (0, op.attrs.get("pipe", "S"))
-        self.chk.tick(th)
+        th = (self.core, op.attrs.get("pipe", "S"))
+        tick = self.chk.tick(th)
         written = set(map(id, dests(op)))
         for v in sources(op):
             if id(v) not in written:
                 self.touch(th, v, False, op)
-        for key, lo, hi, write, what in self.boxes(op, env):
+        boxes = self.boxes(op, env)
+        if boxes:
+            self.after_waits(th, op)
+            self.gm_last[th] = (tick, op)
+        for key, lo, hi, write, what in boxes:
             self.chk.access(th, key, lo, hi, write, what, op)
         for v in dests(op):
             self.touch(th, v, True, op)
 
     def touch(self, th, v, write: bool, op) -> None:
         space, lo, hi = self.tiles[v]
-        self.chk.access(th, ("tile", 0, space), [lo], [hi], write,
+        self.chk.access(th, ("tile", self.core, space), [lo], [hi], write,
                         f"{space} bytes {lo:#x}-{hi:#x}", op)
+
+    def after_waits(self, th, op) -> None:
+        """A GM access follows every cross_wait its core made before it (on any pipe)."""
+        clk = self.chk.clock(th)
+        for (core, pipe), (t, wait) in self.waits.items():
+            if core == th[0] and pipe != th[1] and clk.get((core, pipe), 0) < t:
+                raise SyncError(f"{op.name} on {th[1]} may run before the cross_wait on {pipe} "
+                                f"(event {wait.attrs['event_id']}) that the other core's GM "
+                                f"work is waited for by: add a {pipe} -> {th[1]} flag",
+                                op.loc)
+
+    def event(self, op, env) -> None:
+        """A cross-core event on its pipe (the other core's part is not walked here: the
+        order between cores is mix_check's): a set follows every GM access of its core on
+        the other pipes; a wait is what later GM accesses follow."""
+        th = (self.core, op.attrs.get("pipe", "S"))
+        tick = self.chk.tick(th)
+        if op.name == "cross_wait":
+            self.waits[th] = (tick, op)
+            return
+        clk = self.chk.clock(th)
+        for (core, pipe), (t, acc) in self.gm_last.items():
+            if core == th[0] and pipe != th[1] and clk.get((core, pipe), 0) < t:
+                raise SyncError(f"cross_set on {th[1]} (event {op.attrs['event_id']}) may be "
+                                f"seen before {acc.name} on {pipe} ({acc.loc}) is done: "
+                                f"add a {pipe} -> {th[1]} flag", op.loc)
 
     def boxes(self, op, env) -> list:
         """(key, lo, hi, write, what) of the GM boxes an instruction touches."""
@@ -162,7 +204,7 @@ class Instance:
         for v, lo, hi, write in out:
             name = self.tensors[self.args[v]] if v in self.args else (v.name or "?")
             box = ", ".join(f"{a}:{b}" for a, b in zip(lo, hi))
-            res.append((("gm", name), lo, hi, write, f"tensor {name}[{box}]"))
+            res.append((("gm", self.core, name), lo, hi, write, f"tensor {name}[{box}]"))
         return res
 
     def region(self, a: dict, env) -> tuple:
@@ -172,20 +214,22 @@ class Instance:
 
     def sync(self, op, env) -> None:
         a, n = op.attrs, op.name
-        th = (0, a.get("pipe", "S"))
-        if n == "sync_set":
+        th = (self.core, a.get("pipe", "S"))
+        if n in ("cross_set", "cross_wait"):
+            self.event(op, env)
+        elif n == "sync_set":
             key = (a["pipe"], a["wait_pipe"], int(E.evaluate(a["event_id"], env)))
-            self.flags.setdefault(key, deque()).append((self.chk.release(th), op))
+            self.flags.setdefault((self.core,) + key, deque()).append((self.chk.release(th), op))
         elif n == "sync_wait":
             key = (a["set_pipe"], a["pipe"], int(E.evaluate(a["event_id"], env)))
-            q = self.flags.get(key)
+            q = self.flags.get((self.core,) + key)
             if not q:
                 raise SyncError(f"sync_wait ({key[0]} -> {key[1]}, event {key[2]}) has no "
                                 f"sync_set before it: it would wait forever", op.loc)
             self.chk.acquire(th, q.popleft()[0])
         elif n == "barrier" and a["which"] == "ALL" or n == "sync_all":
-            self.chk.bar_all(0)
-        # cross-core events: another core's part (not walked here); mutexes: Pro mode only
+            self.chk.bar_all(self.core)
+        # mutexes: Pro mode only
         elif n in ("mutex_lock", "mutex_unlock"):
             mid = int(E.evaluate(a["mutex_id"], env))
             (self.chk.lock if n == "mutex_lock" else self.chk.unlock)(0, a["pipe"], mid)
@@ -193,6 +237,6 @@ class Instance:
     def leftovers(self) -> None:
         for key, q in sorted(self.flags.items()):
             if q:
-                raise SyncError(f"sync_set ({key[0]} -> {key[1]}, event {key[2]}) is never "
+                raise SyncError(f"sync_set ({key[1]} -> {key[2]}, event {key[3]}) is never "
                                 f"waited", q[0][1].loc)
 
