@@ -26,7 +26,6 @@ from __future__ import annotations
 from ..errors import CompileError, UsageError
 from ..ir import expr as E
 from ..ir.core import Document, copy_doc
-from ..ir.mix_ops import part
 from ..ir.types import TileType
 
 SPACE_NAMES = {"ub": "UB", "l1": "L1", "l0a": "L0A", "l0b": "L0B", "l0c": "L0C"}
@@ -220,16 +219,15 @@ def plan(body: list, target, grant: dict | None = None,
     spans = {v: loops[v] for v, n in grant.items() if n > 1 and v in loops}
     ranges = live_ranges(body, spans)
     decls = [op.result for top in body for op in top.walk() if op.name == "tile"]
-    parts = _parts(body)
     pipes = _pipes(body) if spread else {}
     by_space: dict = {}
     for v in decls:
         lo, hi = ranges.get(v, (0, 0))
         size = slot_bytes(v.type, target) * (grant.get(v, 1) if v in spans else 1)
-        by_space.setdefault((v.type.space, parts.get(v)), []).append((lo, hi, size, v))
+        by_space.setdefault(v.type.space, []).append((lo, hi, size, v))
     offsets: dict = {}
     peak: dict = {}
-    for (space, _), items in by_space.items():
+    for space, items in by_space.items():
         best = None
         for key in (lambda it: (it[0], it[1]), lambda it: (it[0], -it[2], it[1])):
             offs, top = _place(sorted(items, key=key), align)
@@ -240,26 +238,8 @@ def plan(body: list, target, grant: dict | None = None,
                           target.buffer(space), _arms(body), _for_spans(body), pipes)
             best = got or best
         offsets.update(best[0])
-        peak[space] = max(peak.get(space, 0), best[1])
+        peak[space] = best[1]
     return offsets, peak
-
-
-def _parts(body: list) -> dict:
-    """Tile -> the core of a mixed program's part it is declared in (the section marker
-    before it, ir/mix_ops.py): each core has buffers of its own, so the two vector cores'
-    tiles are placed apart. Empty for a program without markers."""
-    out: dict = {}
-
-    def visit(ops, cur):
-        for op in ops:
-            if op.name == "section":
-                cur = part(op)[0]
-            elif op.name == "tile" and cur is not None:
-                out[op.result] = cur
-            for r in op.regions:
-                visit(r, cur)
-    visit(body, None)
-    return out
 
 
 def _arms(body: list) -> dict:

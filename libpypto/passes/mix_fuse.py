@@ -66,7 +66,7 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from ..ir import expr as E
-from ..ir.core import Document, clone_ops, copy_doc
+from ..ir.core import Document, Op, clone_ops, copy_doc
 from ..ir.defs import dests, sources
 from ..ir.types import TensorType
 from .alloc import plan as alloc_plan
@@ -177,8 +177,9 @@ class _Plan:
         blocks = [op for op in loop.walk() if op.name == "block"]
         if {b.attrs["core"] for b in blocks} != {"cube", "vector"}:
             raise NotMixable("not both cube and vector blocks")
-        bodies = {b: share_loads(forward_body(clone_ops(b.regions[0], {}), b.attrs["grid"]),
-                                 b.attrs["grid"]) for b in blocks}
+        bodies = {b: _inner_loops(share_loads(forward_body(clone_ops(b.regions[0], {}),
+                                                           b.attrs["grid"]), b.attrs["grid"]),
+                                  b.attrs["grid"], b.loc) for b in blocks}
         self.phases = phases(loop.regions[0], bodies)
         if len(self.phases) + 1 > MAX_EVENTS:
             raise NotMixable("more phases than cross-core event ids")
@@ -222,8 +223,8 @@ class _Plan:
     # -- grids and row bands ------------------------------------------------------------------
     def _grids(self, blocks: list) -> None:
         """The cluster grid (the cube blocks'), vector instances per cube instance (k)."""
-        cube = {tuple(b.attrs["grid"]) for b in blocks if b.attrs["core"] == "cube"}
-        vec = {tuple(b.attrs["grid"]) for b in blocks if b.attrs["core"] == "vector"}
+        cube = {_rows_grid(b.attrs["grid"]) for b in blocks if b.attrs["core"] == "cube"}
+        vec = {_rows_grid(b.attrs["grid"]) for b in blocks if b.attrs["core"] == "vector"}
         if len(cube) != 1 or len(vec) != 1:
             raise NotMixable("blocks over different grids")
         (gc,), (gv,) = cube, vec
@@ -392,6 +393,30 @@ def _backward(b: _Use, a: _Use, rings: dict) -> bool:
     mb = {(t, mode) for t, mode, g in b.guards if "last" not in g and t not in rings}
     ma = {(t, mode) for t, mode, g in a.guards if "first" not in g}
     return any(t2 is t and "w" in (mode, mode2) for t, mode in mb for t2, mode2 in ma)
+
+
+def _rows_grid(grid) -> tuple:
+    """A block's grid as the mixed program runs it: its first dim, the others (static:
+    _inner_loops) loops inside the instance."""
+    return (grid[0],) + (1,) * (len(grid) - 1)
+
+
+def _inner_loops(body: list, grid, loc) -> list:
+    """A block's body with its grid dims past the first as loops inside it (flash attention
+    with KV blocks of 512: the scores and the exp over 4 column tiles of 128 each), so
+    that one instance of the mixed program runs the whole row band. A symbolic one is not
+    mixable."""
+    extra = [(d, n) for d, n in enumerate(grid) if d > 0 and n != 1]
+    if any(not isinstance(n, int) for _, n in extra):
+        raise NotMixable("a symbolic grid dim beyond the first")
+    for d, n in reversed(extra):
+        var = f"gl{d}"
+        env = {f"g{d}": E.sym(var)}
+        for top in body:
+            for op in top.walk():
+                op.attrs = E.substitute_attrs(op.attrs, env)
+        body = [Op("for", [], [], {"var": var, "start": 0, "stop": n, "step": 1}, [body], loc)]
+    return body
 
 
 def _symbols(attrs) -> set:

@@ -8,7 +8,7 @@ import pytest
 
 import libpypto as pypto
 from libpypto import driver
-from libpypto.passes.alloc import _arms, _parts, live_ranges
+from libpypto.passes.alloc import live_ranges
 from libpypto.passes import DEFAULT_PIPELINE
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -51,7 +51,7 @@ def test_spread_tiles_never_share_bytes_while_live_and_fit_the_buffers(path):
     target = driver.target_for(doc)
     for prog in (op for op in doc.body if op.name == "program"):
         body = prog.regions[0]
-        ranges, parts, arms = live_ranges(body), _parts(body), _arms(body)
+        ranges = live_ranges(body)
         tiles = [op for top in body for op in top.walk() if op.name == "tile"]
         for op in tiles:
             base = op.attrs["addr"] if isinstance(op.attrs["addr"], int) else None
@@ -61,7 +61,7 @@ def test_spread_tiles_never_share_bytes_while_live_and_fit_the_buffers(path):
         for i, a in enumerate(fixed):
             for b in fixed[i + 1:]:
                 va, vb = a.result, b.result
-                if va.type.space != vb.type.space or parts.get(va) != parts.get(vb):
+                if va.type.space != vb.type.space:
                     continue
                 (la, ha), (lb, hb) = ranges.get(va, (0, 0)), ranges.get(vb, (0, 0))
                 if not (la <= hb and lb <= ha):
@@ -69,20 +69,6 @@ def test_spread_tiles_never_share_bytes_while_live_and_fit_the_buffers(path):
                 x, y = a.attrs["addr"], b.attrs["addr"]
                 assert x + _bytes(a, target) <= y or y + _bytes(b, target) <= x, \
                     f"{prog.attrs['name']}: {va} and {vb} share bytes while both live"
-
-
-def test_the_two_vector_cores_are_planned_apart():
-    """Each vector core has a UB of its own: the mixed program's tiles of vector core 1 may
-    take the bytes of vector core 0's (the peak is one core's, not the two together)."""
-    doc = _lower(FA)
-    (prog,) = [op for op in doc.body if op.name == "program" and op.attrs["core"] == "mixed"]
-    parts = _parts(prog.regions[0])
-    ub = {}
-    for op in prog.walk():
-        if op.name == "tile" and op.result.type.space == "ub":
-            ub.setdefault(parts[op.result], set()).add(op.attrs["addr"])
-    assert set(ub) == {1, 2} and ub[1] & ub[2]
-    assert prog.attrs["buffers"]["ub"] <= 196608
 
 
 def test_reuse_is_checked_and_the_host_keeps_first_fit():

@@ -281,3 +281,29 @@ def test_loads_of_what_the_loop_never_writes_go_before_the_cross_wait(fa_a2):
         before = [n for kind, n in names[:first_wait] if kind == "tload"]
         after = [n for kind, n in names[first_wait:] if kind == "tload"]
         assert before and after     # the V block before, P after
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("blk", [128, 512])
+def test_the_a2_lowering_runs_on_the_host_and_kv_blocks_of_512_fuse(blk):
+    """Flash attention lowered for a2 runs on the host (numpy and C) and matches the tensor
+    graph: the program order is one valid order of the cluster, and the two vector cores'
+    tiles never share live bytes (the host runs both in one arena). With KV blocks of 512
+    the scores and the exp span 4 column tiles (grids [n, 4]): mix-fuse runs those as loops
+    inside the instance, so the step is still one mixed program, which the race checkers
+    accept."""
+    import numpy as np
+    from libpypto.runtime.tensor_check import check_expansion
+    doc = pypto.lower(pypto.trace(FA, target="a2", consts={"blk": blk}), target="a2")
+    (prog,) = programs(doc)
+    assert clustered(prog)
+    loops = [op.attrs["var"] for op in prog.walk() if op.name == "for"]
+    assert ("gl1" in loops) == (blk == 512)
+    env = {"S": 1024}
+    assert mix_check.check(doc, env) >= 1
+    assert check_expansion(expand(doc, env), 32)["unsynced"] == 0
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((1024, 128)).astype(np.float16) for _ in range(3))
+    for backend in ("numpy", "c"):
+        rec = pypto.run(doc, inputs={"q": q, "k": k, "v": v}, backend=backend)
+        assert rec.body[0].attrs["verdict"] == "pass", rec.body[0].attrs["checks"]
