@@ -16,6 +16,12 @@ def flash_attention(q: pypto.Tensor[[S, D], pypto.DT_FP16],
                     k: pypto.Tensor[[S, D], pypto.DT_FP16],
                     v: pypto.Tensor[[S, D], pypto.DT_FP16],
                     o: pypto.Tensor[[S, D], pypto.DT_FP32], blk: int = 128):
+    attend(q, k, v, o, blk)
+
+
+def attend(q, k, v, o, blk: int):
+    """The kernel's body (bench/sim/flash_attention_rect.py calls it with S0 query rows and
+    S1 key rows): blk key rows a step, the vector tiles 64 rows of 128."""
     pypto.set_cube_tile_shapes([128, 128], [128, 128], [128, 128])
     pypto.set_vec_tile_shapes(64, 128)
     n = q.shape[0]

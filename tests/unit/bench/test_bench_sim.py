@@ -24,7 +24,8 @@ def test_scale_script_prints_its_table():
 
 def test_gemm_and_flash_attention_op_files_run_with_a_simulated_time():
     for name, bind, target in (("gemm.py", {"M": 256, "N": 512, "K": 512}, "a3"),
-                               ("flash_attention.py", {"S": 256}, "a2")):
+                               ("flash_attention.py", {"S": 256}, "a2"),
+                               ("flash_attention_rect.py", {"S0": 256, "S1": 512}, "a2")):
         doc = pypto.trace(os.path.join(SIM, name), target=target)
         a = pypto.run(doc, bind=bind, backend="numpy", target=target).body[0].attrs
         assert a["verdict"] == "pass", a["checks"]
@@ -53,3 +54,16 @@ def test_flash_attention_table_prints_both_forms():
     out = p.stdout
     assert "before us" in out and "after us" in out and "speed-up" in out
     assert "cube 0" in out and "vector 24" in out
+
+
+@pytest.mark.slow
+def test_rectangular_flash_attention_table_prints_each_block_size():
+    """bench/sim/fa_rect_table.py: one table per KV block size, a row per S0, a simulated
+    time and a bound per S1 (small sizes)."""
+    p = subprocess.run([sys.executable, os.path.join(SIM, "fa_rect_table.py"), "--s0", "128",
+                        "--s1", "512,1024"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "KV blocks of 128" in out and "KV blocks of 512" in out
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("  ") and ln.split()[0] == "128"]
+    assert len(rows) == 2 and all(len(r) == 5 for r in rows)       # 128, then 2 x (us, bound)
