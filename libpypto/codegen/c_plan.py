@@ -39,6 +39,7 @@ from ..ir import expr as E
 from ..ir import ops as O
 from ..ir.core import Op
 from ..ir.instr import dests, sources
+from ..ir.mix_ops import second_ub_tiles
 from .c_rows import row_group as _row_group, stores_meet as _stores_meet
 from .c_text import _MM_DT
 
@@ -144,12 +145,19 @@ class ProgramPlan:
         return v not in self.views and v not in self.row_local
 
 
-def arena_layout(target_buffers: dict, align: int = 64) -> tuple[dict, int]:
-    """Base offset of each memory space inside a core's scratch arena, and its total size."""
+SECOND_UB = "ub2"    # the arena region of a mixed program's vector core 1 UB tiles
+
+
+def arena_layout(target_buffers: dict, align: int = 64,
+                 second_ub: bool = False) -> tuple[dict, int]:
+    """Base offset of each memory space inside a core's scratch arena, and its total size;
+    second_ub: one more UB region, for a mixed program's vector core 1 (its tiles share
+    addresses with vector core 0's, which has a UB of its own on the target: here one
+    thread runs both parts)."""
     base, off = {}, 0
-    for s in SPACE_ORDER:
+    for s in SPACE_ORDER + ((SECOND_UB,) if second_ub else ()):
         base[s] = off
-        off += -(-int(target_buffers.get(s, 0)) // align) * align
+        off += -(-int(target_buffers.get("ub" if s == SECOND_UB else s, 0)) // align) * align
     return base, off
 
 
@@ -165,14 +173,16 @@ def plan_program(prog, base: dict) -> ProgramPlan:
             names[op.result] = f"a{op.attrs['index']}"
     tiles = [op for top in body for op in top.walk() if op.name == "tile"]
     loops = _tile_loops(body)
+    apart = second_ub_tiles(body)
     moving = {}
     for op in tiles:
         v, t = op.result, op.result.type
         names[v] = f"t{len(names)}"
         lo, hi = _span(op, loops.get(v))
-        extent[v] = (base[t.space] + lo, base[t.space] + hi)
+        at = base[SECOND_UB] if v in apart else base[t.space]
+        extent[v] = (at + lo, at + hi)
         if not isinstance(op.attrs.get("addr", 0), int):
-            moving[v] = (base[t.space], op.attrs["addr"])
+            moving[v] = (at, op.attrs["addr"])
     plan = ProgramPlan(prog, tiles, names, extent, _counts(body, sources), _counts(body, dests))
     plan.moving = moving
     p = _Planner(plan)

@@ -37,3 +37,25 @@ def part(op) -> tuple:
     if op.attrs["core"] == "cube":
         return 0, "cube"
     return 1 + int(op.attrs.get("sub", 0)), "vector"
+
+
+SECOND_UB = 2       # vector core 1: its UB tiles are placed apart from vector core 0's
+
+
+def second_ub_tiles(body: list) -> set:
+    """The UB tiles a program declares in vector core 1's part (after its section marker):
+    alloc places them in that core's own UB, apart from vector core 0's (the same addresses
+    may hold both), and a target whose one core runs every part (the host) gives them a
+    UB region of their own."""
+    out: set = set()
+
+    def visit(ops, cur):
+        for op in ops:
+            if op.name == "section":
+                cur = part(op)[0]
+            elif op.name == "tile" and cur == SECOND_UB and op.result.type.space == "ub":
+                out.add(op.result)
+            for r in op.regions:
+                visit(r, cur)
+    visit(body, None)
+    return out

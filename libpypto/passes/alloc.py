@@ -20,12 +20,17 @@ scores. There a tile takes, among the places that fit the core's buffer, the one
 bytes were last used longest ago (never used first, then the lowest offset); a tile in the
 other arm of an `if` does not count as a use (the two do not run in the same step). A
 space whose spread placement does not fit the buffer keeps its first fit.
+
+A mixed program for a cluster (mix-fuse) places vector core 1's UB tiles apart from vector
+core 0's: each core has a UB of its own, so the same addresses may hold both
+(ir/mix_ops.second_ub_tiles; the host's C gives them a region of their own).
 """
 from __future__ import annotations
 
 from ..errors import CompileError, UsageError
 from ..ir import expr as E
 from ..ir.core import Document, copy_doc
+from ..ir.mix_ops import second_ub_tiles
 from ..ir.types import TileType
 
 SPACE_NAMES = {"ub": "UB", "l1": "L1", "l0a": "L0A", "l0b": "L0B", "l0c": "L0C"}
@@ -220,14 +225,15 @@ def plan(body: list, target, grant: dict | None = None,
     ranges = live_ranges(body, spans)
     decls = [op.result for top in body for op in top.walk() if op.name == "tile"]
     pipes = _pipes(body) if spread else {}
+    apart = second_ub_tiles(body)
     by_space: dict = {}
     for v in decls:
         lo, hi = ranges.get(v, (0, 0))
         size = slot_bytes(v.type, target) * (grant.get(v, 1) if v in spans else 1)
-        by_space.setdefault(v.type.space, []).append((lo, hi, size, v))
+        by_space.setdefault((v.type.space, v in apart), []).append((lo, hi, size, v))
     offsets: dict = {}
     peak: dict = {}
-    for space, items in by_space.items():
+    for (space, _), items in by_space.items():
         best = None
         for key in (lambda it: (it[0], it[1]), lambda it: (it[0], -it[2], it[1])):
             offs, top = _place(sorted(items, key=key), align)
@@ -238,7 +244,7 @@ def plan(body: list, target, grant: dict | None = None,
                           target.buffer(space), _arms(body), _for_spans(body), pipes)
             best = got or best
         offsets.update(best[0])
-        peak[space] = best[1]
+        peak[space] = max(peak.get(space, 0), best[1])
     return offsets, peak
 
 

@@ -8,6 +8,7 @@ import pytest
 
 import libpypto as pypto
 from libpypto import driver
+from libpypto.ir.mix_ops import second_ub_tiles
 from libpypto.passes.alloc import live_ranges
 from libpypto.passes import DEFAULT_PIPELINE
 
@@ -51,7 +52,7 @@ def test_spread_tiles_never_share_bytes_while_live_and_fit_the_buffers(path):
     target = driver.target_for(doc)
     for prog in (op for op in doc.body if op.name == "program"):
         body = prog.regions[0]
-        ranges = live_ranges(body)
+        ranges, apart = live_ranges(body), second_ub_tiles(body)
         tiles = [op for top in body for op in top.walk() if op.name == "tile"]
         for op in tiles:
             base = op.attrs["addr"] if isinstance(op.attrs["addr"], int) else None
@@ -61,14 +62,36 @@ def test_spread_tiles_never_share_bytes_while_live_and_fit_the_buffers(path):
         for i, a in enumerate(fixed):
             for b in fixed[i + 1:]:
                 va, vb = a.result, b.result
-                if va.type.space != vb.type.space:
-                    continue
+                if va.type.space != vb.type.space or (va in apart) != (vb in apart):
+                    continue            # another space, or the other vector core's UB
                 (la, ha), (lb, hb) = ranges.get(va, (0, 0)), ranges.get(vb, (0, 0))
                 if not (la <= hb and lb <= ha):
                     continue
                 x, y = a.attrs["addr"], b.attrs["addr"]
                 assert x + _bytes(a, target) <= y or y + _bytes(b, target) <= x, \
                     f"{prog.attrs['name']}: {va} and {vb} share bytes while both live"
+
+
+def test_the_two_vector_cores_are_planned_apart():
+    """Each vector core has a UB of its own: the mixed program's tiles of vector core 1 may
+    take the addresses of vector core 0's (the peak is one core's, not the two together);
+    the host's C, which runs both parts on one thread, gives them a UB region of their
+    own (test_mix.py runs that C and checks its result)."""
+    from libpypto.codegen.c_plan import SECOND_UB, arena_layout, plan_program
+    doc = _lower(FA)
+    (prog,) = [op for op in doc.body if op.name == "program" and op.attrs["core"] == "mixed"]
+    apart = second_ub_tiles(prog.regions[0])
+    ub = [op for op in prog.walk() if op.name == "tile" and op.result.type.space == "ub"]
+    mine = {op.attrs["addr"] for op in ub if op.result in apart}
+    other = {op.attrs["addr"] for op in ub if op.result not in apart}
+    assert apart and mine & other
+    assert prog.attrs["buffers"]["ub"] <= 196608
+    base, _ = arena_layout(doc.attrs["target"]["buffers"], second_ub=True)
+    plan = plan_program(prog, base)
+    for op in ub:
+        lo, hi = plan.extent[op.result]
+        region = base[SECOND_UB] if op.result in apart else base["ub"]
+        assert region <= lo and hi <= region + 196608
 
 
 def test_reuse_is_checked_and_the_host_keeps_first_fit():

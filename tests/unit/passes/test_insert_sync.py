@@ -225,3 +225,60 @@ def test_walk_sizes_make_a_pipelined_loops_conditions_exact():
            for most in (False, True)}
     assert got == {("U", False): 7 * 64, ("U", True): 8 * 64 - 1, (1, False): 64,
                    (1, True): 127, (0, False): 0, (0, True): 63}
+
+
+def _mixed_case():
+    """The golden case's mixed program (tests/golden/lower/pass-insert-sync-mixed.test)
+    with its sync inserted, as an exec-level document and an expansion at N = 2."""
+    doc = driver.read_ir(str(ROOT / "tests" / "golden" / "lower" /
+                             "pass-insert-sync-mixed.test"))
+    doc = driver.lower(doc, "insert-sync,make-exec", target="a2")
+    return doc, expand(doc, {"N": 2})
+
+
+def test_the_checker_needs_the_flags_around_cross_core_events():
+    """In a mixed program, vector core 0 sets its event on V after an MTE3 store, and the
+    cube loads on MTE2 after waiting on MTE1: insert-sync's MTE3 -> V and MTE1 -> MTE2 flags
+    are what orders them; without either the checker refuses the program, naming the event."""
+    doc, exp = _mixed_case()
+    assert check_expansion(exp, 32)["unsynced"] == 0
+    (prog,) = exp.programs
+    for pair, what in ((("MTE3", "V"), "cross_set on V"), (("MTE1", "MTE2"), "cross_wait on MTE1")):
+        body = _without(copy_doc_body(prog), lambda op, p=pair: op.name in SYNC and
+                        _flag(op)[:2] == p)
+        keep, prog.regions[0] = prog.regions[0], body
+        try:
+            with pytest.raises(SyncError, match=what):
+                check_expansion(exp, 32)
+        finally:
+            prog.regions[0] = keep
+
+
+def test_each_core_of_a_mixed_program_has_its_own_flags():
+    """Every sync op of the mixed program runs on the core of the last section marker before
+    it, and no flag pairs a set on one core with a wait on another: the two vector cores
+    load into the same UB bytes with no flag between them."""
+    from libpypto.ir.mix_ops import part
+    doc, _ = _mixed_case()
+    (prog,) = programs(doc)
+    sets, waits = {}, {}
+
+    def walk(ops, core):
+        """The core after ops ("?" where the arms of an if end on different cores)."""
+        for op in ops:
+            if op.name == "section":
+                core = part(op)[0]
+            elif op.name == "sync_set":
+                sets.setdefault(_flag(op), set()).add(core)
+            elif op.name == "sync_wait":
+                waits.setdefault(_flag(op), set()).add(core)
+            elif op.name == "if":
+                ends = {walk(r, core) for r in op.regions}
+                core = ends.pop() if len(ends) == 1 else "?"
+            elif op.name == "for":
+                core = walk(op.regions[0], core)
+        return core
+    walk(prog.regions[0], None)
+    assert sets and sets.keys() == waits.keys()
+    assert all(sets[f] == waits[f] and not sets[f] & {None, "?"} for f in sets)
+    assert sets[("MTE3", "V", 0)] == {1}            # vector core 0 only: core 1 sets on MTE3
