@@ -303,16 +303,38 @@ def _build(e):
         name = args[0]
         return lambda env: env[name]
     fs = [_fn(a) for a in args]
-    if op == "add" and len(fs) == 2:
-        f0, f1 = fs
-        return lambda env: f0(env) + f1(env)
-    if op == "mul" and len(fs) == 2:
-        f0, f1 = fs
-        return lambda env: f0(env) * f1(env)
-    if op == "min" and len(fs) == 2:
-        f0, f1 = fs
-        return lambda env: min(f0(env), f1(env))
+    if len(fs) == 2 and op in _BINARY:
+        return _binary(_BINARY[op], *fs)
+    if op in ("add", "mul", "min", "max"):
+        fold = {"add": sum, "mul": _product, "min": min, "max": max}[op]
+        return lambda env: fold([f(env) for f in fs])
+    if op == "not":
+        (f0,) = fs
+        return lambda env: int(not f0(env))
+    if op == "select":
+        c, a, b = fs
+        return lambda env: a(env) if c(env) else b(env)
     return lambda env: E.evaluate(e, env)
+
+
+def _binary(how, f0, f1):
+    return lambda env: how(f0(env), f1(env))
+
+
+def _product(xs):
+    r = 1
+    for x in xs:
+        r = r * x
+    return r
+
+
+# scalar forms of ir/expr.py's two-argument ops (the simulator's sizes are ints)
+_BINARY = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "min": min, "max": max,
+           "floordiv": lambda a, b: a // b, "cdiv": lambda a, b: -(-a // b),
+           "mod": lambda a, b: a % b, "lt": lambda a, b: int(a < b),
+           "le": lambda a, b: int(a <= b), "eq": lambda a, b: int(a == b),
+           "ne": lambda a, b: int(a != b), "and": lambda a, b: int(bool(a) and bool(b)),
+           "or": lambda a, b: int(bool(a) or bool(b))}
 
 
 def _other_pipes(st, preds, pipe, state):
