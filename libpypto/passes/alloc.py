@@ -168,30 +168,9 @@ def slot_bytes(t: TileType, target) -> int:
 def live_ranges(body: list, spans: dict | None = None) -> dict:
     """Tile -> (first, last) position of its uses, accumulators stretched over their loops
     (and tiles in `spans`, tile -> its loop op, over that loop)."""
-    pos = 0
-    ranges: dict = {}
-    loops: list = []
-    where: dict = {}
-
-    def visit(ops):
-        nonlocal pos
-        for op in ops:
-            if op.name == "tile":
-                continue
-            start = pos
-            for v in op.operands:
-                if isinstance(v.type, TileType):
-                    lo, hi = ranges.get(v, (pos, pos))
-                    ranges[v] = (min(lo, pos), max(hi, pos))
-            pos += 1
-            for region in op.regions:
-                visit(region)
-            if op.regions:
-                loops.append((start, pos))
-                where[id(op)] = (start, pos)
-                pos += 1
-
-    visit(body)
+    ranges, regions = _number(body)
+    loops = [(s, e) for _, s, e in regions]
+    where = {id(op): (s, e) for op, s, e in regions}
     for v, loop in (spans or {}).items():
         ranges[v] = where.get(id(loop), ranges.get(v, (0, 0)))
     changed = True
@@ -318,7 +297,15 @@ def _distance(p: tuple, lo: int, hi: int, loops: list) -> int:
 
 def _for_spans(body: list) -> list:
     """(first, last) position of every `for` loop, numbered as live_ranges numbers."""
-    pos, out = 0, []
+    return [(s, e) for op, s, e in _number(body)[1] if op.name == "for"]
+
+
+def _number(body: list) -> tuple:
+    """Program positions: (tile -> (first, last) position of its uses, [(op, first, last)]
+    of every op with regions)."""
+    pos = 0
+    ranges: dict = {}
+    regions: list = []
 
     def visit(ops):
         nonlocal pos
@@ -326,15 +313,18 @@ def _for_spans(body: list) -> list:
             if op.name == "tile":
                 continue
             start = pos
+            for v in op.operands:
+                if isinstance(v.type, TileType):
+                    lo, hi = ranges.get(v, (pos, pos))
+                    ranges[v] = (min(lo, pos), max(hi, pos))
             pos += 1
             for region in op.regions:
                 visit(region)
             if op.regions:
-                if op.name == "for":
-                    out.append((start, pos))
+                regions.append((op, start, pos))
                 pos += 1
     visit(body)
-    return out
+    return ranges, regions
 
 
 def _place(items: list, align: int) -> tuple[dict, int]:
