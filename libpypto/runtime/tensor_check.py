@@ -163,9 +163,8 @@ class Instance:
         for (core, pipe), (t, wait) in self.waits.items():
             if core == th[0] and pipe != th[1] and clk.get((core, pipe), 0) < t:
                 raise SyncError(f"{op.name} on {th[1]} may run before the cross_wait on {pipe} "
-                                f"(event {wait.attrs['event_id']}) that the other core's GM "
-                                f"work is waited for by: add a {pipe} -> {th[1]} flag",
-                                op.loc)
+                                f"(event {wait.attrs['event_id']}) before it is done waiting "
+                                f"for the other core: add a {pipe} -> {th[1]} flag", op.loc)
 
     def event(self, op, env) -> None:
         """A cross-core event on its pipe (the other core's part is not walked here: the

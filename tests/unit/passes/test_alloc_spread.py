@@ -99,5 +99,6 @@ def test_reuse_is_checked_and_the_host_keeps_first_fit():
     with pytest.raises(UsageError, match="alloc reuse must be one of"):
         _lower(FA, "lowest")
     host = pypto.lower(pypto.trace(FA))
-    plain = pypto.lower(pypto.trace(FA), DEFAULT_PIPELINE.replace("alloc", "alloc{reuse=first-fit}"))
+    plain = pypto.lower(pypto.trace(FA),
+                        DEFAULT_PIPELINE.replace("alloc", "alloc{reuse=first-fit}"))
     assert driver.dump_ir(host, text=True) == driver.dump_ir(plain, text=True)
