@@ -63,6 +63,23 @@ static inline void pp_put64(void *dst, const void *src, int stream) {
    before their successors or the caller may read what they wrote (rt.c pp_work); the
    task's own later loads see them without a fence. */
 
+/* The fixed tree over 16 float lanes (codegen/c.py lane_tree): lane k += lane k + 8, then
+   + 4, + 2, + 1, as vector adds (the loop form stays scalar): the same additions, the same
+   bits. */
+typedef float pp_f8 __attribute__((vector_size(32)));
+typedef float pp_f4 __attribute__((vector_size(16)));
+static inline float pp_sum16(const float *l) {
+    pp_f8 a, b;
+    pp_f4 c, d;
+    memcpy(&a, l, 32);
+    memcpy(&b, l + 8, 32);
+    a = a + b;
+    memcpy(&c, &a, 16);
+    memcpy(&d, (const float *)&a + 4, 16);
+    c = c + d;
+    return (c[0] + c[2]) + (c[1] + c[3]);
+}
+
 /* bf16 is stored as the upper half of an fp32; conversion rounds to nearest even. */
 static inline float pp_bf2f(uint16_t h) {
     union { uint32_t u; float f; } v;

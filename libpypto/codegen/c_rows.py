@@ -578,7 +578,7 @@ class _Lanes:
             nans = self.nans
             p.emit(f"for (int {k} = 0; {k} < {c.ACC_LANES}; {k}++) "
                    f"{lanes}[{k}] = {nans}[{k}] != {nans}[{k}] ? {nans}[{k}] : {lanes}[{k}];")
-        res = p.lane_tree(lanes, self.comb, k, self.kind if self.split else None)
+        res = p.lane_tree(lanes, self.comb, k, self.kind if self.split else None, self.work)
         kind = "float" if self.work == "float" else "int"
         p.emit(f"{p.row_at(self.dst, '0')} = {c._st(self.dst.type.dtype, res, kind)};")
 

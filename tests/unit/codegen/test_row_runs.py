@@ -187,3 +187,37 @@ def test_a_group_is_the_largest_divisor_of_the_rows_whose_stack_rows_fit():
     assert group(1, 128) == 1
     assert group(16, 128, body=(Reduce(),)) == 1     # one reduction: too short a chain
     assert group(16, 128, lead=(2, 8)) == 1          # two leading dims
+
+
+def _lane_tree_sum(row: np.ndarray) -> np.float32:
+    """The C's float row sum, emulated in float32: element j into lane j % 16 in order, then
+    lane k += lane k + 8, + 4, + 2, + 1."""
+    lanes = np.zeros(16, np.float32)
+    for j, x in enumerate(row.astype(np.float32)):
+        lanes[j % 16] = np.float32(lanes[j % 16] + x)
+    for w in (8, 4, 2, 1):
+        lanes[:w] = (lanes[:w] + lanes[w:2 * w]).astype(np.float32)
+    return lanes[0]
+
+
+def test_a_row_sum_is_the_lane_tree_bit_for_bit():
+    """The 16 lanes of a float row sum meet in the fixed tree; pp_sum16 does it with vector
+    adds in the same order: each row's sum is the float32 emulation's, bit for bit, with
+    infinities, NaNs, signed zeros and subnormals in the rows; the C calls pp_sum16."""
+    @pypto.jit
+    def rowsum(x: pypto.Tensor[[64, 100], pypto.DT_FP32],
+               y: pypto.Tensor[[64, 1], pypto.DT_FP32]):
+        pypto.set_vec_tile_shapes(8, 100)
+        y[:] = pypto.sum(x, dim=-1, keepdim=True)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((64, 100)).astype(np.float32)       # partials of one size: any
+    x[0] *= np.float32(10.0) ** rng.integers(-40, 38, 100)       # other order rounds apart
+    x[1, 3], x[2, 50], x[3, :] = np.inf, np.nan, -0.0
+    x[4, 7], x[4, 9] = np.inf, -np.inf
+    x[5, :] = np.float32(1e-45)
+    y = np.zeros((64, 1), np.float32)
+    call_kernel(rowsum, (x, y), {}, threads=1)
+    want = np.array([[_lane_tree_sum(r)] for r in x], np.float32)
+    assert np.array_equal(y.view(np.uint32), want.view(np.uint32))
+    src = code_op(rowsum._cache[next(iter(rowsum._cache))].doc).attrs["source"]
+    assert "pp_sum16(" in src
