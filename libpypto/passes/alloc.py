@@ -268,12 +268,13 @@ def _spread(items: list, align: int, cap: int, arms: dict, loops: list, pipes: d
         dead = [p for p in placed if p[3] < lo and
                 not any(mine.get(k, a) != a for k, a in arms.get(p[4], {}).items()) and
                 not (len(alone) == 1 and pipes.get(p[4], set()) == alone)]
+        dist = [(p, _distance(p, lo, hi, loops)) for p in dead]
         best = None
         for off in sorted({0} | {-(-(p[0] + p[1]) // align) * align for p in placed}):
             if off + size > cap or any(off < p[0] + p[1] and p[0] < off + size for p in live):
                 continue
-            near = min((_distance(p, lo, hi, loops) for p in dead
-                        if off < p[0] + p[1] and p[0] < off + size), default=1 << 62)
+            near = min((d for p, d in dist if off < p[0] + p[1] and p[0] < off + size),
+                       default=1 << 62)
             if best is None or (-near, off) < best:
                 best = (-near, off)
         if best is None:

@@ -386,12 +386,13 @@ class Walk:
         if n.kind == "xwait":
             self.waits.setdefault(n.core, {})[n.pipe] = (tick, n, its)
             return
-        for p, (t, node, at) in self.gm_last.get(n.core, {}).items():
-            if p != n.pipe and c.get((n.core, p), 0) < t:
-                raise Violation((node, at), (n, its))
+        self._follows(self.gm_last, n, c, its)
 
-    def _after_waits(self, n, c, its) -> None:
-        for p, (t, node, at) in self.waits.get(n.core, {}).items():
+    @staticmethod
+    def _follows(table: dict, n, c: dict, its: dict) -> None:
+        """n (clock c) must follow what table (core -> pipe -> (tick, node, its)) holds of
+        its core on the other pipes: its last GM accesses, or its last cross_waits."""
+        for p, (t, node, at) in table.get(n.core, {}).items():
             if p != n.pipe and c.get((n.core, p), 0) < t:
                 raise Violation((node, at), (n, its))
 
@@ -402,7 +403,7 @@ class Walk:
         self.dyn += 1
         its = dict(self.its)
         if any(key[0] == "gm" for key, *_ in n.acc):
-            self._after_waits(n, c, its)
+            self._follows(self.waits, n, c, its)
             self.gm_last.setdefault(n.core, {})[n.pipe] = (tick, n, its)
         worst = None
         for key, addr, size, write in n.acc:

@@ -157,14 +157,23 @@ class Instance:
         self.chk.access(th, ("tile", self.core, space), [lo], [hi], write,
                         f"{space} bytes {lo:#x}-{hi:#x}", op)
 
+    def unordered(self, th, table: dict):
+        """(pipe, op) of the first of table's (core, pipe) -> (tick, op) entries of th's core
+        on another pipe that does not happen-before th, or None."""
+        clk = self.chk.clock(th)
+        for (core, pipe), (t, other) in table.items():
+            if core == th[0] and pipe != th[1] and clk.get((core, pipe), 0) < t:
+                return pipe, other
+        return None
+
     def after_waits(self, th, op) -> None:
         """A GM access follows every cross_wait its core made before it (on any pipe)."""
-        clk = self.chk.clock(th)
-        for (core, pipe), (t, wait) in self.waits.items():
-            if core == th[0] and pipe != th[1] and clk.get((core, pipe), 0) < t:
-                raise SyncError(f"{op.name} on {th[1]} may run before the cross_wait on {pipe} "
-                                f"(event {wait.attrs['event_id']}) before it is done waiting "
-                                f"for the other core: add a {pipe} -> {th[1]} flag", op.loc)
+        got = self.unordered(th, self.waits)
+        if got:
+            pipe, wait = got
+            raise SyncError(f"{op.name} on {th[1]} may run before the cross_wait on {pipe} "
+                            f"(event {wait.attrs['event_id']}) before it is done waiting "
+                            f"for the other core: add a {pipe} -> {th[1]} flag", op.loc)
 
     def event(self, op, env) -> None:
         """A cross-core event on its pipe (the other core's part is not walked here: the
@@ -175,12 +184,12 @@ class Instance:
         if op.name == "cross_wait":
             self.waits[th] = (tick, op)
             return
-        clk = self.chk.clock(th)
-        for (core, pipe), (t, acc) in self.gm_last.items():
-            if core == th[0] and pipe != th[1] and clk.get((core, pipe), 0) < t:
-                raise SyncError(f"cross_set on {th[1]} (event {op.attrs['event_id']}) may be "
-                                f"seen before {acc.name} on {pipe} ({acc.loc}) is done: "
-                                f"add a {pipe} -> {th[1]} flag", op.loc)
+        got = self.unordered(th, self.gm_last)
+        if got:
+            pipe, acc = got
+            raise SyncError(f"cross_set on {th[1]} (event {op.attrs['event_id']}) may be "
+                            f"seen before {acc.name} on {pipe} ({acc.loc}) is done: "
+                            f"add a {pipe} -> {th[1]} flag", op.loc)
 
     def boxes(self, op, env) -> list:
         """(key, lo, hi, write, what) of the GM boxes an instruction touches."""

@@ -22,6 +22,9 @@ Ordering within a core:
 """
 from __future__ import annotations
 
+import math
+import operator
+
 from ..ir import expr as E
 from ..ir.defs import dests, sources
 from ..ir.mix_ops import part
@@ -306,7 +309,7 @@ def _build(e):
     if len(fs) == 2 and op in _BINARY:
         return _binary(_BINARY[op], *fs)
     if op in ("add", "mul", "min", "max"):
-        fold = {"add": sum, "mul": _product, "min": min, "max": max}[op]
+        fold = {"add": sum, "mul": math.prod, "min": min, "max": max}[op]
         return lambda env: fold([f(env) for f in fs])
     if op == "not":
         (f0,) = fs
@@ -321,17 +324,10 @@ def _binary(how, f0, f1):
     return lambda env: how(f0(env), f1(env))
 
 
-def _product(xs):
-    r = 1
-    for x in xs:
-        r = r * x
-    return r
-
-
 # scalar forms of ir/expr.py's two-argument ops (the simulator's sizes are ints)
-_BINARY = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "min": min, "max": max,
-           "floordiv": lambda a, b: a // b, "cdiv": lambda a, b: -(-a // b),
-           "mod": lambda a, b: a % b, "lt": lambda a, b: int(a < b),
+_BINARY = {"add": operator.add, "mul": operator.mul, "min": min, "max": max,
+           "floordiv": operator.floordiv, "cdiv": lambda a, b: -(-a // b),
+           "mod": operator.mod, "lt": lambda a, b: int(a < b),
            "le": lambda a, b: int(a <= b), "eq": lambda a, b: int(a == b),
            "ne": lambda a, b: int(a != b), "and": lambda a, b: int(bool(a) and bool(b)),
            "or": lambda a, b: int(bool(a) or bool(b))}
