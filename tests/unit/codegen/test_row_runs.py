@@ -1,11 +1,16 @@
 """Row runs in the C (libpypto/codegen/c_rows.py): rows read in place, passes over a run-time
 number of valid columns."""
 # no `from __future__ import annotations`: the kernels' annotations use local names
+import ctypes
+
 import numpy as np
+import pytest
 
 import libpypto as pypto
+from libpypto.codegen.c import prelude
 from libpypto.jit import call_kernel
 from libpypto.runtime import code_op
+from libpypto.runtime.compiler import compile_shared
 
 def test_reduction_over_a_run_time_width_steps_its_valid_chunks_untested():
     """A row reduction whose valid columns are known only at run time (a named H bounded by
@@ -195,9 +200,7 @@ def _lane_tree_sum(row: np.ndarray) -> np.float32:
     lanes = np.zeros(16, np.float32)
     for j, x in enumerate(row.astype(np.float32)):
         lanes[j % 16] = np.float32(lanes[j % 16] + x)
-    for w in (8, 4, 2, 1):
-        lanes[:w] = (lanes[:w] + lanes[w:2 * w]).astype(np.float32)
-    return lanes[0]
+    return _tree16(lanes)
 
 
 def test_a_row_sum_is_the_lane_tree_bit_for_bit():
@@ -221,3 +224,31 @@ def test_a_row_sum_is_the_lane_tree_bit_for_bit():
     assert np.array_equal(y.view(np.uint32), want.view(np.uint32))
     src = code_op(rowsum._cache[next(iter(rowsum._cache))].doc).attrs["source"]
     assert "pp_sum16(" in src
+
+
+@pytest.mark.needs_cc
+def test_both_forms_of_the_lane_tree_give_its_bits():
+    """pp_sum16's vector form (gcc 12 on, clang) and its loop form (older compilers,
+    PP_SUM16_LOOP) are the same tree: both give the float32 emulation's bits for lanes of
+    every magnitude, with infinities, NaNs and signed zeros."""
+    wrapper = "\nfloat pp_test_sum16(const float *l) { return pp_sum16(l); }\n"
+    rng = np.random.default_rng(11)
+    lanes = rng.standard_normal((200, 16)).astype(np.float32)
+    lanes *= np.float32(10.0) ** rng.integers(-40, 38, lanes.shape)
+    lanes[0, 3], lanes[1, 5], lanes[2, :] = np.inf, np.nan, -0.0
+    lanes[3, 0], lanes[3, 15] = np.inf, -np.inf
+    want = np.array([_tree16(r) for r in lanes], np.float32)
+    for define in ("", "#define PP_SUM16_LOOP\n"):
+        lib = ctypes.CDLL(compile_shared(define + prelude() + wrapper)[0])
+        f = lib.pp_test_sum16
+        f.restype, f.argtypes = ctypes.c_float, [ctypes.c_void_p]
+        got = np.array([f(np.ascontiguousarray(r).ctypes.data) for r in lanes], np.float32)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), define
+
+
+def _tree16(lanes: np.ndarray) -> np.float32:
+    """lane k += lane k + 8, + 4, + 2, + 1 in float32; returns lane 0."""
+    lanes = lanes.copy()
+    for w in (8, 4, 2, 1):
+        lanes[:w] = (lanes[:w] + lanes[w:2 * w]).astype(np.float32)
+    return lanes[0]
