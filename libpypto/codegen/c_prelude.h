@@ -200,6 +200,30 @@ static inline float pp_expf(float x) {
 }
 #endif
 
+/* dst[0:16] = the 16 bf16 / fp16 values at src as fp32, in whole vectors: the same values
+   as pp_bf2f / pp_h2f (codegen/c_rows.py widen: a row pass's chunk reads these). */
+enum { PP_F32, PP_F16, PP_BF16 };
+static inline void pp_widen16(float *restrict dst, const uint16_t *src, int dt) {
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+    typedef uint16_t u16x16 __attribute__((vector_size(32), aligned(2)));
+    typedef uint32_t u32x16 __attribute__((vector_size(64)));
+    if (dt == PP_BF16) {
+        u16x16 h;
+        memcpy(&h, src, 32);
+        u32x16 u = __builtin_convertvector(h, u32x16) << 16;
+        memcpy(dst, &u, 64);
+        return;
+    }
+#endif
+#if defined(__AVX512F__)
+    if (dt == PP_F16) {
+        _mm512_storeu_ps(dst, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)src)));
+        return;
+    }
+#endif
+    for (int k = 0; k < 16; k++) dst[k] = dt == PP_BF16 ? pp_bf2f(src[k]) : pp_h2f(src[k]);
+}
+
 /* tmatmul on the host: c[0:m, 0:n] = (init) or += op(a)[0:m, 0:k] . op(b)[0:k, 0:n],
    accumulated in fp32. Each operand has its own row stride (ldc, lda, ldb) and is read in
    place from L1 tiles or GM; a transposed operand (at, bt) is stored as its transpose:
@@ -229,7 +253,6 @@ static inline float pp_expf(float x) {
      their c block (the panel is zero past n).
    Workspace (floats): PP_NR_MAX-rounded n times min(k, PP_KC) for the panels, plus m times
    min(k, PP_KC) when a is fp16/bf16 (codegen/c_plan.py plans it with the same constants). */
-enum { PP_F32, PP_F16, PP_BF16 };
 #if defined(__AVX512F__)
 #define PP_VW 16          /* floats per vector */
 #define PP_MR 8           /* rows of c per register block */

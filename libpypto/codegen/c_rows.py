@@ -29,6 +29,8 @@ class _RowState:
         self.stream: dict = {}        # tstore -> its streaming flag
         self.prefetch: list = []      # (C name, bytes per element) of the next row's GM loads
         self.guard = True             # lane steps test their column against the valid count
+        self.narrow: list = []        # the pass's 16-bit float rows, widened a chunk at a time
+        self.wide: dict = {}          # ... in the chunk being printed: tile -> its fp32 copy
         self.group = ""               # with a group of rows: the index of row r in it
 
 
@@ -376,6 +378,7 @@ class RowRuns:
         self.depth += 1
         pre = self.row_scalars(instrs)
         lanes = [_Lanes(self, red, C) for red in reds]
+        self.row.narrow = _narrow_rows(instrs, pre)
 
         def element(j: str, k: str, pad: str) -> str:
             return self.row_element(unit, pre, lanes, j, k, pad)
@@ -395,6 +398,7 @@ class RowRuns:
             self.emit("}")
         if C > 1:
             self.row.prefetch = []     # one pass prefetches the next row
+        self.row.narrow = []
         self.depth -= 1
         self.emit("}")
 
@@ -406,10 +410,12 @@ class RowRuns:
         self.emit(f"int64_t {j} = 0;")
         self.emit(f"for (; {j} + {L} <= {C}; {j} += {L}) {{")
         self.prefetch(j, L, "    ")
+        self.widen(j, k, L, "    ")
         self.emit(f"    PP_LANES for (int {k} = 0; {k} < {L}; {k}++) {{")
         element(f"{j} + {k}", "0", "        ")
         self.emit("    }")
         self.emit("}")
+        self.row.wide = {}
         if C % L:
             self.emit(f"for (; {j} < {C}; {j}++) {{")
             element(j, "0", "    ")
@@ -435,6 +441,8 @@ class RowRuns:
         def arg(v):
             if v in local:
                 return local[v]
+            if v in self.row.wide:
+                return self.row.wide[v]
             return pre[v] if v in pre else c._ld(v.type.dtype, self.row_at(v, j))
 
         self.chain(unit.instrs, arg, lambda v: self.row_at(v, j), unit.stored, local, pad)
@@ -478,16 +486,34 @@ class RowRuns:
     def lane_chunks(self, end: str, j: str, k: str, element) -> None:
         """for (; j + ACC_LANES <= end; ...): one lane step per chunk of columns."""
         L = c.ACC_LANES
-        if self.row.prefetch:
+        block = bool(self.row.prefetch or self.row.narrow)
+        if block:
             self.emit(f"for (; {j} + {L} <= {end}; {j} += {L}) {{")
             self.prefetch(j, L, "    ")
+            self.widen(j, k, L, "    ")
         else:
             self.emit(f"for (; {j} + {L} <= {end}; {j} += {L})")
         self.emit(f"    PP_LANES for (int {k} = 0; {k} < {L}; {k}++) {{")
         element(f"{j} + {k}", k, "        ")
         self.emit("    }")
-        if self.row.prefetch:
+        if block:
             self.emit("}")
+        self.row.wide = {}
+
+    def widen(self, j: str, k: str, w: int, pad: str) -> None:
+        """Before a chunk of ACC_LANES columns from j: each 16-bit float row the pass reads,
+        as 16 floats (pp_widen16, the same values as pp_bf2f / pp_h2f); the chunk's loop
+        reads those (self.row.wide). In the loop, gcc would size every vector by the 16-bit
+        elements (ymm on AVX-512): a reduction's lanes then stay in two halves and the
+        fp32 row it stores is reread by whole vectors that no store forwards to."""
+        if w != c.ACC_LANES:
+            return
+        for v in self.row.narrow:
+            name = self.fresh("w")
+            code = "PP_BF16" if v.type.dtype.name == "bf16" else "PP_F16"
+            self.emit(f"{pad}float {name}[{w}];")
+            self.emit(f"{pad}pp_widen16({name}, &{self.row_at(v, j)}, {code});")
+            self.row.wide[v] = f"{name}[{k}]"
 
     def row_sink(self, store, element) -> None:
         """The loop of a pass that ends in a store: valid elements of row r only, written to
@@ -503,11 +529,13 @@ class RowRuns:
             self.emit(f"int64_t {j} = 0;")
             self.emit(f"for (; {j} + {w} <= {n}; {j} += {w}) {{")
             self.prefetch(j, w, "    ")
+            self.widen(j, k, w, "    ")
             self.emit(f"    {gdt.c_type} {o}[{w}];")
             self.emit(f"    PP_LANES for (int {k} = 0; {k} < {w}; {k}++) {{")
             value = element(f"{j} + {k}", k, "        ")
             self.emit(f"        {o}[{k}] = {value};")
             self.emit("    }")
+            self.row.wide = {}
             self.emit(f"    pp_put64({g} + {j}, {o}, {stream});")
             self.emit("}")
             self.emit(f"for (; {j} < {n}; {j}++) {{")
@@ -516,6 +544,19 @@ class RowRuns:
         value = element(j, "0", "    ")
         self.emit(f"    {g}[{j}] = {value};")
         self.emit("}")
+
+
+def _narrow_rows(instrs: list, pre: dict) -> list:
+    """The bf16 / fp16 rows a pass's instructions read (not made in it, not per-row
+    scalars), in first-read order."""
+    made = {op.operands[0] for op in instrs}
+    out: list = []
+    for op in instrs:
+        for v in op.operands[1:]:
+            if (v not in made and v not in pre and v not in out and v.type.shape[-1] != 1
+                    and v.type.dtype.name in ("bf16", "f16")):
+                out.append(v)
+    return out
 
 
 def _needed(decls: list, body: list) -> list:

@@ -3,6 +3,7 @@ number of valid columns."""
 # no `from __future__ import annotations`: the kernels' annotations use local names
 import ctypes
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -252,3 +253,30 @@ def _tree16(lanes: np.ndarray) -> np.float32:
     for w in (8, 4, 2, 1):
         lanes[:w] = (lanes[:w] + lanes[w:2 * w]).astype(np.float32)
     return lanes[0]
+
+
+def test_16_bit_rows_are_widened_a_chunk_at_a_time_with_the_same_values():
+    """A row pass reading bf16 or fp16 rows widens each chunk of 16 columns first
+    (pp_widen16), in a reduction's pass, a plain pass and a pass ending in a store: the
+    sums are the float32 lane tree's bits and the elementwise results numpy's, with
+    infinities, NaNs, signed zeros and subnormals of the 16-bit type in the rows."""
+    for dt, npdt in ((pypto.DT_BF16, ml_dtypes.bfloat16), (pypto.DT_FP16, np.float16)):
+        @pypto.jit
+        def widen(x: pypto.Tensor[[64, 100], dt], s: pypto.Tensor[[64, 1], pypto.DT_FP32],
+                  y: pypto.Tensor[[64, 100], pypto.DT_FP32]):
+            pypto.set_vec_tile_shapes(8, 100)
+            xf = pypto.cast(x, pypto.DT_FP32)
+            s[:] = pypto.sum(xf, dim=-1, keepdim=True)
+            y[:] = xf * 2.0 + 1.0
+        rng = np.random.default_rng(5)
+        x = rng.standard_normal((64, 100)).astype(npdt)
+        x[0, 3], x[1, 50], x[2, :], x[3, 7] = np.inf, np.nan, -0.0, -np.inf
+        x[4, :] = np.array(np.finfo(npdt).smallest_subnormal, npdt)
+        s, y = np.zeros((64, 1), np.float32), np.zeros((64, 100), np.float32)
+        call_kernel(widen, (x, s, y), {}, threads=1)
+        xf = x.astype(np.float32)
+        want = np.array([[_lane_tree_sum(r)] for r in xf], np.float32)
+        assert np.array_equal(s.view(np.uint32), want.view(np.uint32)), dt
+        np.testing.assert_array_equal(y, xf * np.float32(2) + np.float32(1))
+        src = code_op(widen._cache[next(iter(widen._cache))].doc).attrs["source"]
+        assert "pp_widen16(" in src
