@@ -145,7 +145,7 @@ class ProgramPlan:
         return v not in self.views and v not in self.row_local
 
 
-SECOND_UB = "ub2"    # the arena region of a mixed program's vector core 1 UB tiles
+UB2_REGION = "ub2"    # the arena region of a mixed program's vector core 1 UB tiles
 
 
 def arena_layout(target_buffers: dict, align: int = 64,
@@ -155,9 +155,9 @@ def arena_layout(target_buffers: dict, align: int = 64,
     addresses with vector core 0's, which has a UB of its own on the target: here one
     thread runs both parts)."""
     base, off = {}, 0
-    for s in SPACE_ORDER + ((SECOND_UB,) if second_ub else ()):
+    for s in SPACE_ORDER + ((UB2_REGION,) if second_ub else ()):
         base[s] = off
-        off += -(-int(target_buffers.get("ub" if s == SECOND_UB else s, 0)) // align) * align
+        off += -(-int(target_buffers.get("ub" if s == UB2_REGION else s, 0)) // align) * align
     return base, off
 
 
@@ -179,7 +179,7 @@ def plan_program(prog, base: dict) -> ProgramPlan:
         v, t = op.result, op.result.type
         names[v] = f"t{len(names)}"
         lo, hi = _span(op, loops.get(v))
-        at = base[SECOND_UB] if v in apart else base[t.space]
+        at = base[UB2_REGION] if v in apart else base[t.space]
         extent[v] = (at + lo, at + hi)
         if not isinstance(op.attrs.get("addr", 0), int):
             moving[v] = (at, op.attrs["addr"])

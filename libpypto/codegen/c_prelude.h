@@ -68,8 +68,12 @@ static inline void pp_put64(void *dst, const void *src, int stream) {
    bits. The lanes are read in one 64-byte copy: a partial copy of the array keeps gcc from
    holding it in a register, and the reduction loop before it then adds through the stack
    (a store-forwarding chain that made layernorm 4096 x 4096 2.1x slower). Compilers
-   without __builtin_shufflevector (gcc before 12), or PP_SUM16_LOOP, take the loop form. */
-#if !defined(PP_SUM16_LOOP) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12))
+   without __builtin_shufflevector and __builtin_convertvector (gcc before 12: no
+   PP_VEC_BUILTINS), or PP_SUM16_LOOP, take the loop form. */
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#define PP_VEC_BUILTINS 1
+#endif
+#if defined(PP_VEC_BUILTINS) && !defined(PP_SUM16_LOOP)
 typedef float pp_f16v __attribute__((vector_size(64)));
 typedef float pp_f8 __attribute__((vector_size(32)));
 typedef float pp_f4 __attribute__((vector_size(16)));
@@ -204,7 +208,7 @@ static inline float pp_expf(float x) {
    as pp_bf2f / pp_h2f (codegen/c_rows.py widen: a row pass's chunk reads these). */
 enum { PP_F32, PP_F16, PP_BF16 };
 static inline void pp_widen16(float *restrict dst, const uint16_t *src, int dt) {
-#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#if defined(PP_VEC_BUILTINS)
     typedef uint16_t u16x16 __attribute__((vector_size(32), aligned(2)));
     typedef uint32_t u32x16 __attribute__((vector_size(64)));
     if (dt == PP_BF16) {

@@ -204,6 +204,7 @@ def plan(body: list, target, grant: dict | None = None,
     ranges = live_ranges(body, spans)
     decls = [op.result for top in body for op in top.walk() if op.name == "tile"]
     pipes = _pipes(body) if spread else {}
+    arms, fors = (_arms(body), _for_spans(body)) if spread else ({}, [])
     apart = second_ub_tiles(body)
     by_space: dict = {}
     for v in decls:
@@ -220,7 +221,7 @@ def plan(body: list, target, grant: dict | None = None,
                 best = (offs, top)
         if spread:
             got = _spread(sorted(items, key=lambda it: (it[0], it[1])), align,
-                          target.buffer(space), _arms(body), _for_spans(body), pipes)
+                          target.buffer(space), arms, fors, pipes)
             best = got or best
         offsets.update(best[0])
         peak[space] = max(peak.get(space, 0), best[1])

@@ -29,10 +29,10 @@ in order, so there is nothing to overlap) both default to off ([nbuffer] in host
 from __future__ import annotations
 
 from ..errors import CompileError, UsageError
-from ..ir.tile_ops import MAX_SLOTS
 from ..ir import expr as E
 from ..ir.core import Document, Op, copy_doc
 from ..ir.defs import dests
+from ..ir.tile_ops import MAX_SLOTS
 
 COPY_IN = {"tload": ("ub", "l1"), "tgather": ("ub",), "textract": ("l0a", "l0b")}
 MERGE = ("auto", "always", "never", "persistent")

@@ -10,8 +10,9 @@ the n-th wait of a key takes its n-th set; a wait with no set yet yields to the 
 
 Each core counts as one in-order thread here: what this checks is the order between cores,
 which only the cross-core events give. The order inside a core, its pipes and flags
-(insert-sync) and the pipe each event runs on, is tensor_check's (runtime/tensor_check.py). Two accesses of different cores to overlapping GM, one a write,
-that no chain of events orders, are a race (SyncError naming both lines); so are a wait no
+(insert-sync) and the pipe each event runs on, is tensor_check's (runtime/tensor_check.py).
+Two accesses of different cores to overlapping GM, one a write, that no chain of events
+orders, are a race (SyncError naming both lines); so are a wait no
 core will satisfy (a deadlock) and a set never waited. Instances are then compared with
 each other (pro_check.across_clusters): nothing orders two clusters.
 

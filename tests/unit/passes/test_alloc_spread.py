@@ -77,7 +77,7 @@ def test_the_two_vector_cores_are_planned_apart():
     take the addresses of vector core 0's (the peak is one core's, not the two together);
     the host's C, which runs both parts on one thread, gives them a UB region of their
     own (test_mix.py runs that C and checks its result)."""
-    from libpypto.codegen.c_plan import SECOND_UB, arena_layout, plan_program
+    from libpypto.codegen.c_plan import UB2_REGION, arena_layout, plan_program
     doc = _lower(FA)
     (prog,) = [op for op in doc.body if op.name == "program" and op.attrs["core"] == "mixed"]
     apart = second_ub_tiles(prog.regions[0])
@@ -90,7 +90,7 @@ def test_the_two_vector_cores_are_planned_apart():
     plan = plan_program(prog, base)
     for op in ub:
         lo, hi = plan.extent[op.result]
-        region = base[SECOND_UB] if op.result in apart else base["ub"]
+        region = base[UB2_REGION] if op.result in apart else base["ub"]
         assert region <= lo and hi <= region + 196608
 
 
