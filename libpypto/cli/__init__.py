@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 
 from ..errors import PyptoError, UsageError, set_warning_handler
@@ -37,7 +38,6 @@ def starting(prog: str) -> None:
     machine): Ctrl-C meanwhile is the tool's one `prog: interrupted` line and exit 130, not
     a traceback from inside an import. run_tool puts Python's own handler back, so that
     from then on an interrupt unwinds through the error boundary and its cleanups."""
-    import signal
     global _starting
     _starting = prog
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
@@ -47,9 +47,6 @@ def starting(prog: str) -> None:
 def run_tool(app, prog: str) -> None:
     """Run a typer app behind the error boundary: every failure is one stderr line and one
     of the exit codes above; a traceback only with PYPTO_DEBUG=1."""
-    import signal
-    if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
     import typer
     try:
         from click.exceptions import ClickException, NoSuchOption
@@ -62,6 +59,10 @@ def run_tool(app, prog: str) -> None:
     debug = bool(os.environ.get("PYPTO_DEBUG"))
     crash.forget()
     try:
+        # Python's own handler back only here, inside the boundary: an interrupt during
+        # the imports above is still the starting handler's one line
+        if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         with _python_warnings(prog):
             rc = app(prog_name=prog, standalone_mode=False)
         if rc == 130:             # typer reports Ctrl-C as a return value

@@ -64,21 +64,40 @@ def _run(where, name, args, input, debug, cwd, extra_env) -> subprocess.Complete
                           timeout=180)
 
 
-def interrupted(exe: pathlib.Path, after: float) -> tuple:
-    """(exit code, stderr) of exe run with its stdin open (so it waits there once up),
-    sent SIGINT `after` seconds from its start."""
+def interrupted(exe: pathlib.Path, after: float, past: str | None = None) -> tuple:
+    """(exit code, stderr) of exe run with its stdin open (so it waits there once up), sent
+    SIGINT `after` seconds from its start or, with `past`, `after` seconds from the first
+    import that follows module `past` (-X importtime's lines on stderr, left out of the
+    result, tell): proof that the tool's code has gone on from there. A signal during
+    Python's own start-up, before any of the tool's code runs, is Python's business, and on
+    a loaded machine that start-up can take longer than `after`."""
     import signal
+    import threading
     import time
+    env = env_for(PYTHONPROFILEIMPORTTIME="1") if past else env_for()
     p = subprocess.Popen([str(exe)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env=env_for())
+                         stderr=subprocess.PIPE, env=env)
+    watchdog = threading.Timer(120, p.kill)          # whatever goes wrong: no hang
+    watchdog.start()
     try:
+        seen = False
+        for line in p.stderr if past else ():
+            if seen:
+                break
+            seen = line.rsplit(b"|", 1)[-1].strip() == past.encode()
         time.sleep(after)
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
+        # stdin stays open until the tool is gone: closing it at once (as communicate does)
+        # races the signal, which through a shim arrives later, and an EOF would win
+        err = b"".join(line for line in p.stderr if not line.startswith(b"import time:"))
+        p.wait()
     finally:
+        watchdog.cancel()
         if p.poll() is None:
             p.kill()
             p.wait()
+        for f in (p.stdin, p.stdout, p.stderr):
+            f.close()
     return p.returncode, err.decode()
 
 
