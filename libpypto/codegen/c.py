@@ -105,6 +105,7 @@ class _Program(MoreInstrs, RowRuns):
         self.view_info: dict = {}      # view tile -> (pointer, row stride, valid rows, cols)
         self.row = None                # while printing a row run: its c_rows._RowState
         self.bits: dict = {}           # a chain's value rounded to fp16/bf16 -> (dtype, bits)
+        self.unrounded: dict = {}      # ... -> the float it was rounded from (C expression)
         self.lines: list[str] = []
         self.depth = 1
         self.tmp = 0
@@ -569,6 +570,7 @@ class _Program(MoreInstrs, RowRuns):
                 self.emit(f"{pad}const {dt.c_type} {sv} = {st};")
                 self.emit(f"{pad}const {ctype} {var} = {_ld(dt, sv)};")
                 self.bits[var] = (dt, sv)     # a store of var into dt stores sv as it is
+                self.unrounded[var] = expr
             if op in stored:
                 self.emit(f"{pad}{lvalue(dst)} = {sv};")
             local[dst] = var

@@ -228,6 +228,34 @@ static inline void pp_widen16(float *restrict dst, const uint16_t *src, int dt) 
     for (int k = 0; k < 16; k++) dst[k] = dt == PP_BF16 ? pp_bf2f(src[k]) : pp_h2f(src[k]);
 }
 
+/* dst[0:32] = src[0:32] rounded to bf16 / fp16 (dt), the bits of pp_f2bf / pp_f2h, in whole
+   vectors where the CPU converts (codegen/c_rows.py row_sink: a pass storing a 16-bit row
+   narrows each 64-byte piece with this; gcc makes six or more instructions of pp_f2bf per
+   vector). AVX512_BF16's conversion rounds to nearest even and quiets NaNs as pp_f2bf does
+   but flushes fp32 subnormals to zero, so a piece holding one takes the loop. AVX-512's
+   fp16 conversion is IEEE round-to-nearest-even like pp_f2h; an fp32 subnormal becomes
+   zero in fp16 either way, so MXCSR's DAZ cannot change a bit. */
+static inline void pp_narrow32(uint16_t *restrict dst, const float *restrict src, int dt) {
+#if defined(__AVX512BF16__) && defined(__AVX512DQ__)
+    if (dt == PP_BF16) {
+        __m512 lo = _mm512_loadu_ps(src), hi = _mm512_loadu_ps(src + 16);
+        if (!(_mm512_fpclass_ps_mask(lo, 0x20) | _mm512_fpclass_ps_mask(hi, 0x20))) {
+            _mm512_storeu_si512((void *)dst, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+            return;
+        }
+    }
+#endif
+#if defined(__AVX512F__)
+    if (dt == PP_F16) {
+        const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+        _mm256_storeu_si256((__m256i *)dst, _mm512_cvtps_ph(_mm512_loadu_ps(src), rn));
+        _mm256_storeu_si256((__m256i *)(dst + 16), _mm512_cvtps_ph(_mm512_loadu_ps(src + 16), rn));
+        return;
+    }
+#endif
+    for (int k = 0; k < 32; k++) dst[k] = dt == PP_BF16 ? pp_f2bf(src[k]) : pp_f2h(src[k]);
+}
+
 /* tmatmul on the host: c[0:m, 0:n] = (init) or += op(a)[0:m, 0:k] . op(b)[0:k, 0:n],
    accumulated in fp32. Each operand has its own row stride (ldc, lda, ldb) and is read in
    place from L1 tiles or GM; a transposed operand (at, bt) is stored as its transpose:

@@ -31,6 +31,7 @@ class _RowState:
         self.guard = True             # lane steps test their column against the valid count
         self.narrow: list = []        # the pass's 16-bit float rows, widened a chunk at a time
         self.wide: dict = {}          # ... in the chunk being printed: tile -> its fp32 copy
+        self.narrowing = False        # a store's values wanted as floats, narrowed a piece at a time
         self.group = ""               # with a group of rows: the index of row r in it
 
 
@@ -451,6 +452,9 @@ class RowRuns:
         if unit.store:
             t, gm = unit.store.operands
             rounded = self.bits.get(local[t])
+            if self.row.narrowing:             # the float pp_narrow32 rounds to the dtype
+                return self.unrounded[local[t]] if rounded and rounded[0] == gm.type.dtype \
+                    else local[t]
             if rounded and rounded[0] == gm.type.dtype:
                 return rounded[1]              # already the stored dtype's bits
             return c._st(gm.type.dtype, local[t], "float" if t.type.dtype.kind == "float"
@@ -517,7 +521,8 @@ class RowRuns:
 
     def row_sink(self, store, element) -> None:
         """The loop of a pass that ends in a store: valid elements of row r only, written to
-        GM as they are made; a big output in 64-byte pieces, streamed when aligned."""
+        GM as they are made; a big output in 64-byte pieces, streamed when aligned, a piece
+        of bf16 / fp16 made as floats and rounded in whole vectors (pp_narrow32)."""
         gdt = store.operands[1].type.dtype
         n, at = self.gm_row(store)
         g = self.fresh("g")
@@ -526,16 +531,26 @@ class RowRuns:
         stream = self.row.stream.get(store)
         if stream:
             w, k, o = 64 // gdt.itemsize, self.fresh("k"), self.fresh("o")
+            narrow = gdt.name in ("bf16", "f16") and \
+                store.operands[0].type.dtype.kind == "float"
             self.emit(f"int64_t {j} = 0;")
             self.emit(f"for (; {j} + {w} <= {n}; {j} += {w}) {{")
             self.prefetch(j, w, "    ")
             self.widen(j, k, w, "    ")
             self.emit(f"    {gdt.c_type} {o}[{w}];")
+            f = self.fresh("f") if narrow else o
+            if narrow:
+                self.emit(f"    float {f}[{w}];")
             self.emit(f"    PP_LANES for (int {k} = 0; {k} < {w}; {k}++) {{")
+            self.row.narrowing = narrow
             value = element(f"{j} + {k}", k, "        ")
-            self.emit(f"        {o}[{k}] = {value};")
+            self.row.narrowing = False
+            self.emit(f"        {f}[{k}] = {value};")
             self.emit("    }")
             self.row.wide = {}
+            if narrow:
+                code = "PP_BF16" if gdt.name == "bf16" else "PP_F16"
+                self.emit(f"    pp_narrow32({o}, {f}, {code});")
             self.emit(f"    pp_put64({g} + {j}, {o}, {stream});")
             self.emit("}")
             self.emit(f"for (; {j} < {n}; {j}++) {{")

@@ -280,3 +280,74 @@ def test_16_bit_rows_are_widened_a_chunk_at_a_time_with_the_same_values():
         np.testing.assert_array_equal(y, xf * np.float32(2) + np.float32(1))
         src = code_op(widen._cache[next(iter(widen._cache))].doc).attrs["source"]
         assert "pp_widen16(" in src
+
+
+def _bf16_bits(x: np.ndarray) -> np.ndarray:
+    """pp_f2bf in numpy: round to nearest even; a NaN keeps its top bits, made quiet."""
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    nan = (u & 0x7FFFFFFF) > 0x7F800000
+    rne = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return np.where(nan, (u >> 16) | 0x40, rne).astype(np.uint16)
+
+
+def _same_16_bit(got: np.ndarray, want: np.ndarray, dt: str) -> bool:
+    """Bit for bit, except that an fp16 NaN only has to be a NaN of the same sign."""
+    if dt == "bf16":
+        return np.array_equal(got, want)
+    nan = np.isnan(want.view(np.float16))
+    return (np.array_equal(got[~nan], want[~nan]) and np.isnan(got[nan].view(np.float16)).all()
+            and np.array_equal(got[nan] >> 15, want[nan] >> 15))
+
+
+def _narrow_inputs(rng) -> np.ndarray:
+    """Pieces of 32 floats: random bit patterns (every class, a subnormal in some pieces),
+    then normals of every magnitude with infinities, NaNs and zeros but no subnormal (the
+    whole-vector path), then ties of the bf16 rounding, then normals with one subnormal."""
+    bits = rng.integers(0, 2 ** 32, 64 * 32, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    normal = (rng.standard_normal(64 * 32) * 10.0 ** rng.integers(-37, 38, 64 * 32))
+    normal = normal.astype(np.float32)
+    normal[::37], normal[5::41], normal[9::43] = np.inf, np.nan, -0.0
+    normal[11::47] = -np.inf
+    ties = (rng.integers(0, 2 ** 15, 32 * 32, dtype=np.uint64) << 16 | 0x8000)
+    ties = ties.astype(np.uint32).view(np.float32)
+    sub = rng.standard_normal(32 * 32).astype(np.float32)
+    sub[::32] = np.float32(1e-40) * rng.standard_normal(32).astype(np.float32)
+    return np.concatenate([bits, normal, ties, sub])
+
+
+@pytest.mark.needs_cc
+def test_narrow32_gives_the_bits_of_the_scalar_roundings():
+    """pp_narrow32 (the CPU's own conversions where it has them, the loop where not or where
+    a piece holds an fp32 subnormal, which AVX512_BF16 would flush) gives pp_f2bf's bits and
+    IEEE round-to-nearest-even fp16, for every class of float."""
+    wrapper = ("\nvoid pp_test_narrow(uint16_t *d, const float *s, int dt, int64_t n) {\n"
+               "    for (int64_t i = 0; i + 32 <= n; i += 32) pp_narrow32(d + i, s + i, dt);\n}\n")
+    lib = ctypes.CDLL(compile_shared(prelude() + wrapper)[0])
+    f = lib.pp_test_narrow
+    f.restype, f.argtypes = None, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int64]
+    x = _narrow_inputs(np.random.default_rng(12))
+    for dt, code, want in (("bf16", 2, _bf16_bits(x)),
+                           ("f16", 1, x.astype(np.float16).view(np.uint16))):
+        got = np.zeros(x.size, np.uint16)
+        f(got.ctypes.data, x.ctypes.data, code, x.size)
+        assert _same_16_bit(got, want, dt), dt
+
+
+def test_16_bit_rows_are_stored_a_piece_at_a_time_with_the_same_bits():
+    """A row pass that stores bf16 or fp16 rounds each 64-byte piece in whole vectors
+    (pp_narrow32) and the tail element by element: the bits of the scalar rounding, with
+    fp32 subnormals, ties, infinities and NaNs in the rows."""
+    for dt, name in ((pypto.DT_BF16, "bf16"), (pypto.DT_FP16, "f16")):
+        @pypto.jit
+        def narrow(x: pypto.Tensor[[48, 100], pypto.DT_FP32],
+                   y: pypto.Tensor[[48, 100], dt]):
+            pypto.set_vec_tile_shapes(8, 100)
+            y[:] = pypto.cast(x * 1.0, dt)
+        x = _narrow_inputs(np.random.default_rng(13))[:4800].reshape(48, 100)
+        y = np.zeros((48, 100), np.uint16).view(np.float16 if name == "f16"
+                                                  else ml_dtypes.bfloat16)
+        call_kernel(narrow, (x, y), {}, threads=1)
+        want = _bf16_bits(x) if name == "bf16" else x.astype(np.float16).view(np.uint16)
+        assert _same_16_bit(y.view(np.uint16), want, name), name
+        src = code_op(narrow._cache[next(iter(narrow._cache))].doc).attrs["source"]
+        assert "pp_narrow32(" in src
