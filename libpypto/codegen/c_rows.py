@@ -31,7 +31,7 @@ class _RowState:
         self.guard = True             # lane steps test their column against the valid count
         self.narrow: list = []        # the pass's 16-bit float rows, widened a chunk at a time
         self.wide: dict = {}          # ... in the chunk being printed: tile -> its fp32 copy
-        self.narrowing = False        # a store's values wanted as floats, narrowed a piece at a time
+        self.narrowing = False        # the store's values wanted as floats (pp_narrow32)
         self.group = ""               # with a group of rows: the index of row r in it
 
 
