@@ -297,10 +297,10 @@ def test_interrupt_exits_130():
                                            ("typer", 0.0)])
 def test_interrupt_while_the_tool_is_still_importing_exits_130(module, after):
     """Ctrl-C before the tool is up (its imports take a second on a loaded machine) is the
-    same one line and exit 130, never a traceback from inside an import: sent as the tool's
-    first import after libpypto.cli (where main.py calls starting) ends, a little later, and
-    after typer (run_tool's imports, before its boundary). The tool then waits on stdin, so
-    it cannot finish before the signal, whenever it comes."""
+    same one line and exit 130, never a traceback from inside an import: the signal comes
+    as the import after libpypto.cli's ends (main.py has called starting by then), a little
+    later, and as the one after typer's ends (run_tool's imports, before its boundary). The
+    tool then waits on stdin, so it cannot finish before the signal, whenever it comes."""
     assert interrupted(BIN / "pypto-run", after, past=module) == \
         (130, "pypto-run: interrupted\n")
 
